@@ -1,0 +1,418 @@
+"""Every ``hoodie.*`` option pyhudi understands, declared once.
+
+Users of Apache Hudi already know these keys; they must mean here what they mean there, with the
+same defaults. Each :class:`ConfigOption` carries its key, default, documentation, the aliases Hudi
+accepts (older keys and the short forms of Hudi's Spark SQL such as ``primaryKey``) and a parser
+that turns the user's value into a typed one or fails with a :class:`HudiConfigError` naming the key.
+
+:class:`HudiConfig` is the resolved view of one call's options: aliases folded to canonical keys,
+unknown ``hoodie.*`` keys reported with the closest known key, values parsed on first access.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pyhudi.errors import HudiConfigError
+
+T = TypeVar("T")
+
+MB = 1024 * 1024
+
+
+def parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def parse_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    return int(str(value).strip())
+
+
+def parse_non_negative_int(value: Any) -> int:
+    number = parse_int(value)
+    if number < 0:
+        raise ValueError(f"expected an integer >= 0, got {value!r}")
+    return number
+
+
+def parse_positive_int(value: Any) -> int:
+    number = parse_int(value)
+    if number <= 0:
+        raise ValueError(f"expected an integer > 0, got {value!r}")
+    return number
+
+
+def parse_float(value: Any) -> float:
+    return float(str(value).strip())
+
+
+def parse_str(value: Any) -> str:
+    return str(value)
+
+
+def parse_fields(value: Any) -> tuple[str, ...]:
+    """A comma-separated field list, as Hudi accepts for key and partition fields."""
+    if isinstance(value, (list, tuple)):
+        parts = [str(v) for v in value]
+    else:
+        parts = str(value).split(",")
+    return tuple(p.strip() for p in parts if p.strip())
+
+
+def choice(*allowed: str, mapping: Mapping[str, str] | None = None) -> Callable[[Any], str]:
+    """A parser for an enumerated option: case-insensitive, normalised to upper case."""
+    extra = {k.upper(): v for k, v in (mapping or {}).items()}
+
+    def parse(value: Any) -> str:
+        text = str(value).strip().upper()
+        if text in extra:
+            return extra[text]
+        if text not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}, got {value!r}")
+        return text
+
+    return parse
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One option: canonical key, default (``None`` = unset), doc, aliases, parser."""
+
+    key: str
+    default: T | None
+    doc: str
+    parser: Callable[[Any], T]
+    aliases: tuple[str, ...] = ()
+
+    def parse(self, value: Any) -> T:
+        try:
+            return self.parser(value)
+        except (TypeError, ValueError) as exc:
+            raise HudiConfigError(f"invalid value for {self.key}: {exc}") from None
+
+
+REGISTRY: dict[str, ConfigOption[Any]] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def option(
+    key: str,
+    default: Any,
+    doc: str,
+    parser: Callable[[Any], Any] = parse_str,
+    aliases: tuple[str, ...] = (),
+) -> ConfigOption[Any]:
+    opt: ConfigOption[Any] = ConfigOption(key, default, doc, parser, aliases)
+    if key in REGISTRY or key in _ALIASES:
+        raise RuntimeError(f"option {key} declared twice")
+    REGISTRY[key] = opt
+    for alias in aliases:
+        _ALIASES[alias] = key
+    return opt
+
+
+# ---------------------------------------------------------------------------------------------
+# Table identity and layout (also persisted in hoodie.properties)
+# ---------------------------------------------------------------------------------------------
+TABLE_NAME = option(
+    "hoodie.table.name", None, "Table name; required when a write creates the table.",
+    aliases=("hoodie.datasource.write.table.name",))
+DATABASE_NAME = option(
+    "hoodie.database.name", None, "Database name recorded in hoodie.properties (part of the checksum).")
+TABLE_TYPE = option(
+    "hoodie.datasource.write.table.type", "COPY_ON_WRITE",
+    "COPY_ON_WRITE or MERGE_ON_READ (Spark SQL short form type=cow|mor).",
+    choice("COPY_ON_WRITE", "MERGE_ON_READ", mapping={"COW": "COPY_ON_WRITE", "MOR": "MERGE_ON_READ"}),
+    aliases=("hoodie.table.type", "type", "tableType"))
+OPERATION = option(
+    "hoodie.datasource.write.operation", "upsert",
+    "Write operation: upsert, insert, bulk_insert or delete.",
+    lambda v: choice("UPSERT", "INSERT", "BULK_INSERT", "DELETE", "INSERT_OVERWRITE",
+                     "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION")(v).lower())
+RECORDKEY_FIELD = option(
+    "hoodie.datasource.write.recordkey.field", None,
+    "Record key field(s), comma separated; nested fields as a.b.", parse_fields,
+    aliases=("hoodie.table.recordkey.fields", "primaryKey"))
+PARTITIONPATH_FIELD = option(
+    "hoodie.datasource.write.partitionpath.field", None,
+    "Partition path field(s), comma separated; unset or empty for a non-partitioned table.",
+    parse_fields, aliases=("hoodie.table.partition.fields",))
+PRECOMBINE_FIELD = option(
+    "hoodie.datasource.write.precombine.field", "ts",
+    "Ordering field: of two records with the same key the one with the larger value wins.",
+    aliases=("hoodie.table.precombine.field", "preCombineField", "hoodie.payload.ordering.field"))
+KEYGENERATOR_CLASS = option(
+    "hoodie.datasource.write.keygenerator.class", None,
+    "Key generator class; inferred from the key and partition fields when unset.",
+    aliases=("hoodie.table.keygenerator.class",))
+KEYGENERATOR_TYPE = option(
+    "hoodie.datasource.write.keygenerator.type", None,
+    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, CUSTOM); the class wins when both are set.",
+    choice("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION", "CUSTOM", "GLOBAL_DELETE"))
+HIVE_STYLE_PARTITIONING = option(
+    "hoodie.datasource.write.hive_style_partitioning", False,
+    "Name partition folders field=value.", parse_bool)
+PARTITIONPATH_URLENCODE = option(
+    "hoodie.datasource.write.partitionpath.urlencode", False,
+    "Escape partition values Hive-style (%XX) before building the path.", parse_bool)
+DROP_PARTITION_COLUMNS = option(
+    "hoodie.datasource.write.drop.partition.columns", False,
+    "Drop partition columns from data files (not supported by pyhudi: readers need them).", parse_bool)
+POPULATE_META_FIELDS = option(
+    "hoodie.populate.meta.fields", True,
+    "Fill _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key and _hoodie_partition_path.",
+    parse_bool)
+CONSISTENT_LOGICAL_TIMESTAMP = option(
+    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False,
+    "Render timestamp/date key values as their logical value instead of the raw number.", parse_bool)
+PAYLOAD_CLASS = option(
+    "hoodie.datasource.write.payload.class",
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "Merge semantics: OverwriteWithLatestAvroPayload (incoming wins) or DefaultHoodieRecordPayload "
+    "(the stored record wins when its ordering value is larger).",
+    lambda v: _parse_payload(v),
+    aliases=("hoodie.compaction.payload.class", "payloadClass"))
+TIMELINE_TIMEZONE = option(
+    "hoodie.table.timeline.timezone", "LOCAL",
+    "Time zone of instant times: LOCAL or UTC.", choice("LOCAL", "UTC"))
+METADATA_ENABLE = option(
+    "hoodie.metadata.enable", True,
+    "Apache Hudi's metadata table. pyhudi does not maintain it yet; tables are listed from storage.",
+    parse_bool)
+
+# ---------------------------------------------------------------------------------------------
+# Timestamp-based key generator
+# ---------------------------------------------------------------------------------------------
+_TB = "hoodie.keygen.timebased."
+_TB_OLD = "hoodie.deltastreamer.keygen.timebased."
+TIMESTAMP_TYPE = option(
+    _TB + "timestamp.type", None,
+    "How the partition field is read: UNIX_TIMESTAMP, DATE_STRING, MIXED, EPOCHMILLISECONDS, "
+    "EPOCHMICROSECONDS or SCALAR.",
+    choice("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "SCALAR"),
+    aliases=(_TB_OLD + "timestamp.type",))
+TIMESTAMP_SCALAR_UNIT = option(
+    _TB + "timestamp.scalar.time.unit", "SECONDS", "Unit of SCALAR timestamps (java TimeUnit name).",
+    choice("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"),
+    aliases=(_TB_OLD + "timestamp.scalar.time.unit",))
+TIMESTAMP_INPUT_FORMAT = option(
+    _TB + "input.dateformat", "", "Input date format (Java pattern) for DATE_STRING/MIXED.",
+    aliases=(_TB_OLD + "input.dateformat",))
+TIMESTAMP_INPUT_FORMAT_DELIMITER = option(
+    _TB + "input.dateformat.list.delimiter.regex", ",", "Separator of several input formats.",
+    aliases=(_TB_OLD + "input.dateformat.list.delimiter.regex",))
+TIMESTAMP_INPUT_TIMEZONE = option(
+    _TB + "input.timezone", "UTC", "Time zone of input date strings without an offset.",
+    aliases=(_TB_OLD + "input.timezone",))
+TIMESTAMP_OUTPUT_FORMAT = option(
+    _TB + "output.dateformat", "", "Output date format (Java pattern) of the partition path.",
+    aliases=(_TB_OLD + "output.dateformat",))
+TIMESTAMP_OUTPUT_TIMEZONE = option(
+    _TB + "output.timezone", "UTC", "Time zone in which the partition path is rendered.",
+    aliases=(_TB_OLD + "output.timezone",))
+TIMESTAMP_TIMEZONE = option(
+    _TB + "timezone", None, "Sets both input and output time zones when they are not set.",
+    aliases=(_TB_OLD + "timezone",))
+
+# ---------------------------------------------------------------------------------------------
+# Write path
+# ---------------------------------------------------------------------------------------------
+COMBINE_BEFORE_INSERT = option(
+    "hoodie.combine.before.insert", False,
+    "De-duplicate incoming records by key before insert/bulk_insert.", parse_bool)
+COMBINE_BEFORE_UPSERT = option(
+    "hoodie.combine.before.upsert", True, "De-duplicate incoming records by key before upsert.", parse_bool)
+COMBINE_BEFORE_DELETE = option(
+    "hoodie.combine.before.delete", True, "De-duplicate incoming keys before delete.", parse_bool)
+INSERT_DROP_DUPLICATES = option(
+    "hoodie.datasource.write.insert.drop.duplicates", False,
+    "On insert, drop incoming records whose key already exists in the table.", parse_bool)
+UPSERT_PARALLELISM = option(
+    "hoodie.upsert.shuffle.parallelism", 0,
+    "Shuffle parallelism of upsert; 0 derives it from the input (Hudi 0.13+).", parse_non_negative_int)
+INSERT_PARALLELISM = option(
+    "hoodie.insert.shuffle.parallelism", 0,
+    "Shuffle parallelism of insert; 0 derives it from the input.", parse_non_negative_int)
+BULKINSERT_PARALLELISM = option(
+    "hoodie.bulkinsert.shuffle.parallelism", 0,
+    "Shuffle parallelism of bulk_insert; 0 keeps the input's partition count.", parse_non_negative_int)
+DELETE_PARALLELISM = option(
+    "hoodie.delete.shuffle.parallelism", 0,
+    "Shuffle parallelism of delete; 0 derives it from the input.", parse_non_negative_int)
+BULKINSERT_SORT_MODE = option(
+    "hoodie.bulkinsert.sort.mode", "GLOBAL_SORT",
+    "bulk_insert ordering: GLOBAL_SORT (by partition path, record key), PARTITION_SORT, "
+    "PARTITION_PATH_REPARTITION, PARTITION_PATH_REPARTITION_AND_SORT or NONE. pyhudi defaults to "
+    "GLOBAL_SORT (Hudi's default before 0.12; 0.12+ uses NONE) so files hold tight key ranges.",
+    choice("GLOBAL_SORT", "PARTITION_SORT", "NONE", "PARTITION_PATH_REPARTITION",
+           "PARTITION_PATH_REPARTITION_AND_SORT"))
+ROW_WRITER_ENABLE = option(
+    "hoodie.datasource.write.row.writer.enable", True,
+    "Hudi's row-writer bulk_insert path; pyhudi always writes from Arrow batches.", parse_bool)
+RECONCILE_SCHEMA = option(
+    "hoodie.datasource.write.reconcile.schema", False,
+    "Keep the table schema when the incoming batch lacks some of its columns (filled with null).",
+    parse_bool)
+SET_NULL_FOR_MISSING_COLUMNS = option(
+    "hoodie.write.set.null.for.missing.columns", False,
+    "Fill table columns that the incoming batch lacks with null instead of failing.", parse_bool)
+ALLOW_COLUMN_DROP = option(
+    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop", False,
+    "Let an incoming batch without some table columns drop them from the table schema.", parse_bool)
+
+# ---------------------------------------------------------------------------------------------
+# Index
+# ---------------------------------------------------------------------------------------------
+INDEX_TYPE = option(
+    "hoodie.index.type", "SIMPLE",
+    "How upserts find existing records: SIMPLE or GLOBAL_SIMPLE (BLOOM, GLOBAL_BLOOM, BUCKET to come).",
+    choice("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "INMEMORY", "HBASE",
+           "RECORD_INDEX", "FLINK_STATE"))
+SIMPLE_INDEX_UPDATE_PARTITION_PATH = option(
+    "hoodie.simple.index.update.partition.path", True,
+    "GLOBAL_SIMPLE: a record whose partition changed moves (delete + insert); false updates it in place.",
+    parse_bool)
+
+# ---------------------------------------------------------------------------------------------
+# Storage: file sizing and parquet
+# ---------------------------------------------------------------------------------------------
+PARQUET_MAX_FILE_SIZE = option(
+    "hoodie.parquet.max.file.size", 120 * MB, "Target size of base files in bytes.", parse_positive_int)
+PARQUET_SMALL_FILE_LIMIT = option(
+    "hoodie.parquet.small.file.limit", 100 * MB,
+    "Base files below this size receive inserts before new file groups are created; 0 disables.",
+    parse_non_negative_int)
+PARQUET_BLOCK_SIZE = option(
+    "hoodie.parquet.block.size", 120 * MB, "Parquet row group size in bytes.", parse_positive_int)
+PARQUET_PAGE_SIZE = option(
+    "hoodie.parquet.page.size", 1 * MB, "Parquet page size in bytes.", parse_positive_int)
+PARQUET_COMPRESSION_CODEC = option(
+    "hoodie.parquet.compression.codec", "gzip",
+    "Parquet codec: gzip, snappy, zstd, lz4, brotli or uncompressed.",
+    lambda v: choice("GZIP", "SNAPPY", "ZSTD", "LZ4", "BROTLI", "UNCOMPRESSED", "NONE")(v).lower())
+PARQUET_COMPRESSION_RATIO = option(
+    "hoodie.parquet.compression.ratio", 0.1,
+    "Expected parquet size / in-memory size, used to size files before they are written.", parse_float)
+PARQUET_DICTIONARY_ENABLED = option(
+    "hoodie.parquet.dictionary.enabled", True, "Parquet dictionary encoding.", parse_bool)
+RECORD_SIZE_ESTIMATION_THRESHOLD = option(
+    "hoodie.record.size.estimation.threshold", 1.0,
+    "A commit counts for record-size estimation when it wrote more than threshold x small file limit.",
+    parse_float)
+COPY_ON_WRITE_RECORD_SIZE_ESTIMATE = option(
+    "hoodie.copyonwrite.record.size.estimate", 1024,
+    "Average record size in bytes assumed until a commit large enough to measure exists.",
+    parse_positive_int)
+INSERT_SPLIT_SIZE = option(
+    "hoodie.copyonwrite.insert.split.size", 500000,
+    "Records per new file group when auto split is off.", parse_positive_int)
+INSERT_AUTO_SPLIT = option(
+    "hoodie.copyonwrite.insert.auto.split", True,
+    "Size new file groups from the max file size and the estimated record size.", parse_bool)
+
+# ---------------------------------------------------------------------------------------------
+# Bloom filter written into every base file footer
+# ---------------------------------------------------------------------------------------------
+BLOOM_NUM_ENTRIES = option(
+    "hoodie.index.bloom.num_entries", 60000, "Keys per bloom filter (per row of a dynamic filter).",
+    parse_positive_int)
+BLOOM_FPP = option(
+    "hoodie.index.bloom.fpp", 0.000000001, "Target false positive probability of the bloom filter.",
+    parse_float)
+BLOOM_FILTER_TYPE = option(
+    "hoodie.bloom.index.filter.type", "DYNAMIC_V0", "SIMPLE or DYNAMIC_V0.", choice("SIMPLE", "DYNAMIC_V0"))
+BLOOM_DYNAMIC_MAX_ENTRIES = option(
+    "hoodie.bloom.index.filter.dynamic.max.entries", 100000,
+    "Upper bound of keys a DYNAMIC_V0 filter grows to.", parse_positive_int)
+
+# ---------------------------------------------------------------------------------------------
+# Read
+# ---------------------------------------------------------------------------------------------
+QUERY_TYPE = option(
+    "hoodie.datasource.query.type", "snapshot",
+    "snapshot, read_optimized or incremental.",
+    lambda v: choice("SNAPSHOT", "READ_OPTIMIZED", "INCREMENTAL")(v).lower())
+
+
+def _parse_payload(value: Any) -> str:
+    text = str(value).strip()
+    known = {
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    }
+    if text not in known:
+        raise ValueError(
+            f"payload class {text!r} is not supported; use one of {', '.join(sorted(known))}")
+    return text
+
+
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+
+def canonical_key(key: str) -> str:
+    """The registry key a user-supplied key (or alias) stands for; the key itself if unknown."""
+    return _ALIASES.get(key, key)
+
+
+@dataclass
+class HudiConfig:
+    """One call's options, resolved against the registry.
+
+    Unknown ``hoodie.*`` keys produce a warning naming the closest known key (users mistype long
+    keys; silently ignoring them hides the mistake). Keys outside ``hoodie.*`` (``path``, Spark
+    options) are kept and ignored.
+    """
+
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any] | None, *, warn_unknown: bool = True) -> HudiConfig:
+        resolved: dict[str, Any] = {}
+        for key, value in (options or {}).items():
+            canon = canonical_key(str(key))
+            if canon not in REGISTRY and canon.startswith("hoodie.") and warn_unknown:
+                close = difflib.get_close_matches(canon, list(REGISTRY), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                warnings.warn(f"unknown option {key}{hint}", UserWarning, stacklevel=3)
+            if canon in resolved and resolved[canon] != value and canon != key:
+                continue  # the canonical spelling given alongside an alias wins
+            resolved[canon] = value
+        config = cls(resolved)
+        for key in resolved:  # parse eagerly so a bad value fails before any work starts
+            if key in REGISTRY:
+                config.get(REGISTRY[key])
+        return config
+
+    def is_set(self, opt: ConfigOption[Any]) -> bool:
+        return opt.key in self.raw
+
+    def get(self, opt: ConfigOption[T]) -> T:
+        if opt.key in self.raw and self.raw[opt.key] is not None:
+            return opt.parse(self.raw[opt.key])
+        return opt.default  # type: ignore[return-value]
+
+    def with_defaults(self, values: Mapping[str, Any]) -> HudiConfig:
+        """A copy where ``values`` fill keys the user did not set (table properties, for instance)."""
+        merged = dict(values)
+        merged.update(self.raw)
+        return HudiConfig(merged)
+
+
+def describe_options() -> list[tuple[str, str, str]]:
+    """(key, default, doc) of every option, for the CLI and docs."""
+    return [(o.key, "" if o.default is None else str(o.default), o.doc) for o in REGISTRY.values()]

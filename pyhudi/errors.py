@@ -1,0 +1,48 @@
+"""The exceptions pyhudi raises.
+
+Every error is a :class:`HudiError`, so ``except pyhudi.HudiError`` catches all of them; the
+subclasses let callers react to one kind of problem (bad options, bad input data, a table that is
+not what the options say) without parsing messages. Messages name the problem and what to do.
+"""
+
+from __future__ import annotations
+
+
+class HudiError(Exception):
+    """Base class of every error raised by pyhudi."""
+
+
+class HudiConfigError(HudiError, ValueError):
+    """An option has a value pyhudi cannot accept (unknown enum value, unparsable number...)."""
+
+
+class HudiUnsupportedError(HudiError, NotImplementedError):
+    """A valid Hudi feature or option value that pyhudi does not implement yet."""
+
+
+class HudiTableNotFoundError(HudiError, FileNotFoundError):
+    """The path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class HudiTableMismatchError(HudiError):
+    """The write options contradict the table's own configuration (type, keys, partitioning)."""
+
+
+class HudiSchemaError(HudiError):
+    """The incoming schema cannot be written to the table (missing fields, incompatible types)."""
+
+
+class HudiKeyError(HudiError):
+    """A record key or partition path could not be generated (missing field, null key)."""
+
+
+class HudiCorruptFileError(HudiError):
+    """A table file (timeline instant, properties, base file) cannot be parsed."""
+
+
+class HudiCommitError(HudiError):
+    """A write failed; it was rolled back and the table is unchanged."""
+
+
+class HudiInstantNotFoundError(HudiError, LookupError):
+    """An instant named by the caller is not on the table's timeline."""

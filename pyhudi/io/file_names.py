@@ -1,0 +1,83 @@
+"""Names of data files: base files ``{fileId}_{writeToken}_{instant}.parquet`` and log files.
+
+The name carries the file group (fileId), the instant that wrote it and the Spark task that wrote
+it (write token ``partition-stage-attempt``); the file-system view is built from names alone, so
+these functions are the one place that formats and parses them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+BASE_FILE_EXTENSION = ".parquet"
+_BASE = re.compile(r"^([a-zA-Z0-9-]+)_([a-zA-Z0-9-]+)_([0-9]+)\.([a-zA-Z0-9]+)$")
+_LOG = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(?:_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
+
+
+@dataclass(frozen=True)
+class BaseFileName:
+    file_id: str
+    write_token: str
+    instant_time: str
+    extension: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.instant_time}.{self.extension}"
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    file_id: str
+    base_instant: str
+    extension: str
+    version: int
+    write_token: str | None
+
+
+def parse_base_file(name: str) -> BaseFileName | None:
+    m = _BASE.match(name)
+    if not m:
+        return None
+    return BaseFileName(m.group(1), m.group(2), m.group(3), m.group(4))
+
+
+def parse_log_file(name: str) -> LogFileName | None:
+    m = _LOG.match(name)
+    if not m:
+        return None
+    return LogFileName(m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5))
+
+
+def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
+    return f"{file_id}_{write_token}_{instant_time}{BASE_FILE_EXTENSION}"
+
+
+def write_token(task_partition: int, stage_id: int, attempt_id: int) -> str:
+    """``FSUtils.makeWriteToken``: which task attempt wrote a file."""
+    return f"{task_partition}-{stage_id}-{attempt_id}"
+
+
+def new_file_id_prefix() -> str:
+    return str(uuid.uuid4())
+
+
+def file_id(prefix: str, index: int = 0) -> str:
+    """``FSUtils.createNewFileId``: a UUID prefix plus a rollover index."""
+    return f"{prefix}-{index}"
+
+
+def new_file_id() -> str:
+    return file_id(new_file_id_prefix(), 0)
+
+
+def file_id_of(name: str) -> str | None:
+    """The file group of a base file name (or of a ``_hoodie_file_name`` value)."""
+    parsed = parse_base_file(name)
+    return parsed.file_id if parsed else None
+
+
+def relative_path(partition_path: str, name: str) -> str:
+    return f"{partition_path}/{name}" if partition_path else name

@@ -1,0 +1,156 @@
+"""Which key generator a write uses and how it renders keys and partition paths.
+
+Hudi writes ``_hoodie_record_key`` and ``_hoodie_partition_path`` into every record and names
+partition folders after the latter, so pyhudi must produce byte-identical strings for the same
+input or an upsert would not find the record a Hudi writer stored. The rules (Hudi 0.14.1/0.15):
+
+* Simple: the key is the field value as a string; a null or empty key is an error. The partition
+  is the value, ``__HIVE_DEFAULT_PARTITION__`` for null/empty, escaped when urlencode is on,
+  prefixed ``field=`` when hive-style.
+* Complex: ``f1:v1,f2:v2`` (``__null__``/``__empty__`` placeholders; an error only when every part
+  is null/empty); a single key field is the bare value. Partitions join per-field parts with ``/``.
+* Non-partitioned: partition path ``""``.
+* Timestamp-based: the partition value read as a time (seconds, millis, scalar units or a date
+  string) and formatted with ``output.dateformat``.
+
+Values render as Hudi's Avro path renders them: dates ``yyyy-MM-dd``, timestamps as epoch
+microseconds unless ``consistent.logical.timestamp.enabled``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError, HudiUnsupportedError
+
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+NULL_KEY = "__null__"
+EMPTY_KEY = "__empty__"
+
+_KEYGEN_PACKAGE = "org.apache.hudi.keygen."
+SIMPLE = "SIMPLE"
+COMPLEX = "COMPLEX"
+NON_PARTITION = "NON_PARTITION"
+TIMESTAMP = "TIMESTAMP"
+
+_CLASS_OF = {
+    SIMPLE: _KEYGEN_PACKAGE + "SimpleKeyGenerator",
+    COMPLEX: _KEYGEN_PACKAGE + "ComplexKeyGenerator",
+    NON_PARTITION: _KEYGEN_PACKAGE + "NonpartitionedKeyGenerator",
+    TIMESTAMP: _KEYGEN_PACKAGE + "TimestampBasedKeyGenerator",
+}
+_KIND_OF = {
+    "SimpleKeyGenerator": SIMPLE, "SimpleAvroKeyGenerator": SIMPLE,
+    "ComplexKeyGenerator": COMPLEX, "ComplexAvroKeyGenerator": COMPLEX,
+    "NonpartitionedKeyGenerator": NON_PARTITION, "NonpartitionedAvroKeyGenerator": NON_PARTITION,
+    "TimestampBasedKeyGenerator": TIMESTAMP, "TimestampBasedAvroKeyGenerator": TIMESTAMP,
+}
+
+#: Characters ``PartitionPathEncodeUtils.escapePathName`` turns into ``%XX``.
+_ESCAPED = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
+
+
+def escape_partition_value(value: str) -> str:
+    return "".join(f"%{ord(ch):02X}" if ch in _ESCAPED else ch for ch in value)
+
+
+@dataclass(frozen=True)
+class TimestampSpec:
+    timestamp_type: str
+    output_format: str
+    input_formats: tuple[str, ...] = ()
+    scalar_unit: str = "SECONDS"
+    input_timezone: str | None = None
+    output_timezone: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyGenSpec:
+    kind: str
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool = False
+    url_encode: bool = False
+    consistent_logical_timestamp: bool = False
+    timestamp: TimestampSpec | None = None
+
+    @property
+    def class_name(self) -> str:
+        return _CLASS_OF[self.kind]
+
+    @property
+    def is_partitioned(self) -> bool:
+        return self.kind != NON_PARTITION and bool(self.partition_fields)
+
+
+def _kind_from_class(name: str) -> str:
+    short = name.rsplit(".", 1)[-1]
+    if short not in _KIND_OF:
+        raise HudiUnsupportedError(
+            f"key generator {name} is not supported; use SimpleKeyGenerator, ComplexKeyGenerator, "
+            "NonpartitionedKeyGenerator or TimestampBasedKeyGenerator")
+    return _KIND_OF[short]
+
+
+def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
+    """The key generator a write uses, from its options (table properties already folded in)."""
+    key_fields = cfg.get(C.RECORDKEY_FIELD) or ()
+    if not key_fields:
+        raise HudiConfigError(
+            "no record key: set hoodie.datasource.write.recordkey.field (pyhudi does not generate keys)")
+    part_fields = cfg.get(C.PARTITIONPATH_FIELD) or ()
+    klass = cfg.get(C.KEYGENERATOR_CLASS)
+    if klass:
+        kind = _kind_from_class(klass)
+    elif cfg.get(C.KEYGENERATOR_TYPE):
+        ktype = cfg.get(C.KEYGENERATOR_TYPE)
+        if ktype not in _CLASS_OF:
+            raise HudiUnsupportedError(f"key generator type {ktype} is not supported")
+        kind = ktype
+    elif not part_fields:
+        kind = NON_PARTITION
+    elif len(part_fields) == 1 and len(key_fields) == 1:
+        kind = SIMPLE
+    else:
+        kind = COMPLEX
+    if kind == SIMPLE and (len(key_fields) != 1 or len(part_fields) > 1):
+        raise HudiConfigError(
+            "SimpleKeyGenerator takes one record key field and one partition field; "
+            f"got {','.join(key_fields)} / {','.join(part_fields)}: use ComplexKeyGenerator")
+    timestamp = None
+    if kind == TIMESTAMP:
+        if len(part_fields) != 1:
+            raise HudiConfigError("TimestampBasedKeyGenerator takes exactly one partition field")
+        timestamp = _timestamp_spec(cfg)
+    if kind == NON_PARTITION:
+        part_fields = ()
+    return KeyGenSpec(
+        kind=kind, record_key_fields=tuple(key_fields), partition_fields=tuple(part_fields),
+        hive_style=cfg.get(C.HIVE_STYLE_PARTITIONING), url_encode=cfg.get(C.PARTITIONPATH_URLENCODE),
+        consistent_logical_timestamp=cfg.get(C.CONSISTENT_LOGICAL_TIMESTAMP), timestamp=timestamp)
+
+
+def _timestamp_spec(cfg: HudiConfig) -> TimestampSpec:
+    ttype = cfg.get(C.TIMESTAMP_TYPE)
+    if not ttype:
+        raise HudiConfigError(f"TimestampBasedKeyGenerator needs {C.TIMESTAMP_TYPE.key}")
+    out_fmt = cfg.get(C.TIMESTAMP_OUTPUT_FORMAT)
+    if not out_fmt:
+        raise HudiConfigError(f"TimestampBasedKeyGenerator needs {C.TIMESTAMP_OUTPUT_FORMAT.key}")
+    import re
+
+    delimiter = (cfg.get(C.TIMESTAMP_INPUT_FORMAT_DELIMITER) or ",").strip() or ","
+    inputs = tuple(f.strip() for f in re.split(delimiter, cfg.get(C.TIMESTAMP_INPUT_FORMAT) or "") if f.strip())
+    if ttype in ("DATE_STRING", "MIXED") and not inputs:
+        raise HudiConfigError(f"timestamp type {ttype} needs {C.TIMESTAMP_INPUT_FORMAT.key}")
+    both = cfg.get(C.TIMESTAMP_TIMEZONE)
+    in_tz = both or (cfg.get(C.TIMESTAMP_INPUT_TIMEZONE) if cfg.is_set(C.TIMESTAMP_INPUT_TIMEZONE) else None)
+    out_tz = both or (cfg.get(C.TIMESTAMP_OUTPUT_TIMEZONE) if cfg.is_set(C.TIMESTAMP_OUTPUT_TIMEZONE) else None)
+    return TimestampSpec(ttype, out_fmt, inputs, cfg.get(C.TIMESTAMP_SCALAR_UNIT), in_tz, out_tz)
+
+
+def table_properties_of(spec: KeyGenSpec) -> dict[str, str]:
+    """What hoodie.properties records about the key generator."""
+    return {"hoodie.table.keygenerator.class": spec.class_name}

@@ -1,0 +1,1 @@
+"""Table services: rollback (cleaning, archival and compaction come with later issues)."""

@@ -1,0 +1,164 @@
+"""Record keys and partition paths as native Spark expressions.
+
+Keys are computed for every incoming row, so they must not go through Python: each rule of
+:mod:`pyhudi.keygen.spec` becomes a Catalyst expression. A null or empty record key raises inside
+the Spark job with a marked message that :func:`pyhudi.spark.errors.translate` turns into a
+:class:`~pyhudi.errors.HudiKeyError`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from pyhudi.errors import HudiKeyError
+from pyhudi.keygen.spec import (
+    DEFAULT_PARTITION,
+    EMPTY_KEY,
+    NON_PARTITION,
+    NULL_KEY,
+    TIMESTAMP,
+    KeyGenSpec,
+    _ESCAPED,
+)
+
+KEY_ERROR_MARKER = "[pyhudi:key]"
+
+_UNIT_MILLIS = {"NANOSECONDS": 1e-6, "MICROSECONDS": 1e-3, "MILLISECONDS": 1, "SECONDS": 1000,
+                "MINUTES": 60_000, "HOURS": 3_600_000, "DAYS": 86_400_000}
+
+
+def field_type(schema: T.StructType, path: str) -> T.DataType:
+    """Type of a (possibly nested ``a.b``) field; HudiKeyError naming it when absent."""
+    current: T.DataType = schema
+    for part in path.split("."):
+        if not isinstance(current, T.StructType) or part not in current.fieldNames():
+            raise HudiKeyError(
+                f"field {path!r} is not in the incoming data (columns: {', '.join(schema.fieldNames())}); "
+                "fix hoodie.datasource.write.recordkey.field / partitionpath.field or the DataFrame")
+        current = current[part].dataType
+    return current
+
+
+def _col(path: str) -> Column:
+    return F.col(".".join(f"`{p}`" for p in path.split(".")))
+
+
+def value_string(path: str, dtype: T.DataType, consistent_ts: bool) -> Column:
+    """A field value rendered as Hudi's Avro key path renders it."""
+    col = _col(path)
+    if isinstance(dtype, T.StringType):
+        return col
+    if isinstance(dtype, T.TimestampType):
+        if consistent_ts:  # java.sql.Timestamp.toString: millisecond precision, trailing zeros cut
+            text = F.date_format(col, "yyyy-MM-dd HH:mm:ss.SSS")
+            return F.regexp_replace(text, r"(\.\d*?)0+$", "$1").alias(path)
+        return F.unix_micros(col).cast("string")
+    if isinstance(dtype, T.TimestampNTZType):
+        return F.unix_micros(col.cast("timestamp")).cast("string")
+    if isinstance(dtype, T.BinaryType):
+        return F.lower(F.hex(col))
+    if isinstance(dtype, (T.StructType, T.ArrayType, T.MapType)):
+        raise HudiKeyError(f"field {path!r} has type {dtype.simpleString()}, which cannot be a key or partition")
+    return col.cast("string")
+
+
+def _raise(message: str) -> Column:
+    return F.raise_error(F.lit(f"{KEY_ERROR_MARKER} {message}"))
+
+
+def record_key_expr(spec: KeyGenSpec, schema: T.StructType) -> Column:
+    fields = spec.record_key_fields
+    values = [value_string(f, field_type(schema, f), spec.consistent_logical_timestamp) for f in fields]
+    if len(fields) == 1:
+        v = values[0]
+        msg = (f"record key field {fields[0]!r} is null or empty in some incoming rows; "
+               "every record needs a key: filter or fill them before writing")
+        return F.when(v.isNull() | (v == ""), _raise(msg)).otherwise(v)
+    parts = [F.concat(F.lit(f + ":"), F.when(v.isNull(), F.lit(NULL_KEY))
+                      .when(v == "", F.lit(EMPTY_KEY)).otherwise(v)) for f, v in zip(fields, values)]
+    all_missing = None
+    for v in values:
+        cond = v.isNull() | (v == "")
+        all_missing = cond if all_missing is None else (all_missing & cond)
+    msg = f"record key fields {', '.join(fields)} are all null or empty in some incoming rows"
+    assert all_missing is not None
+    return F.when(all_missing, _raise(msg)).otherwise(F.concat_ws(",", *parts))
+
+
+def _escape(col: Column) -> Column:
+    out = F.regexp_replace(col, "%", "%25")
+    for ch in sorted(_ESCAPED - {"%"}):
+        out = F.replace(out, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
+    return out
+
+
+def partition_path_expr(spec: KeyGenSpec, schema: T.StructType, session_tz: str) -> Column:
+    if spec.kind == NON_PARTITION or not spec.partition_fields:
+        return F.lit("")
+    parts = []
+    for f in spec.partition_fields:
+        dtype = field_type(schema, f)
+        if spec.kind == TIMESTAMP:
+            v = _timestamp_partition(spec, f, dtype, session_tz)
+            if spec.url_encode:
+                v = _escape(v)
+        else:
+            raw = value_string(f, dtype, spec.consistent_logical_timestamp)
+            encoded = _escape(raw) if spec.url_encode else raw
+            v = F.when(raw.isNull() | (raw == ""), F.lit(DEFAULT_PARTITION)).otherwise(encoded)
+        parts.append(F.concat(F.lit(f + "="), v) if spec.hive_style else v)
+    return parts[0] if len(parts) == 1 else F.concat_ws("/", *parts)
+
+
+def _render_in(ts: Column, fmt: str, tz: str | None, session_tz: str) -> Column:
+    """Format an instant in zone ``tz`` (session zone when None) with a Java date pattern."""
+    if tz and tz != session_tz:
+        ts = F.to_utc_timestamp(F.from_utc_timestamp(ts, tz), session_tz)
+    return F.date_format(ts, fmt)
+
+
+def _timestamp_partition(spec: KeyGenSpec, path: str, dtype: T.DataType, session_tz: str) -> Column:
+    ts_spec = spec.timestamp
+    assert ts_spec is not None
+    col = _col(path)
+    ttype = ts_spec.timestamp_type
+    if ttype in ("DATE_STRING", "MIXED"):
+        text = col.cast("string")
+        parsed = F.coalesce(*[F.to_timestamp(text, fmt) for fmt in ts_spec.input_formats])
+        if ts_spec.input_timezone and ts_spec.input_timezone != session_tz:
+            parsed = F.to_utc_timestamp(F.from_utc_timestamp(parsed, session_tz), ts_spec.input_timezone)
+        fallback = F.timestamp_millis(F.lit(1))
+        instant = F.when(col.isNull(), fallback).otherwise(parsed)
+        bad = col.isNotNull() & parsed.isNull()
+        out_tz = ts_spec.output_timezone or ts_spec.input_timezone
+        rendered = _render_in(instant, ts_spec.output_format, out_tz, session_tz)
+        return F.when(bad, _raise(f"partition field {path!r} has values that match none of the input "
+                                  f"date formats {list(ts_spec.input_formats)}")).otherwise(rendered)
+    unit = {"UNIX_TIMESTAMP": "SECONDS", "EPOCHMILLISECONDS": "MILLISECONDS",
+            "EPOCHMICROSECONDS": "MICROSECONDS"}.get(ttype, ts_spec.scalar_unit)
+    if isinstance(dtype, T.TimestampType):
+        number = F.unix_millis(col) if spec.consistent_logical_timestamp else F.unix_micros(col)
+        if spec.consistent_logical_timestamp:
+            unit = "MILLISECONDS"
+    elif isinstance(dtype, T.DateType):
+        number = F.datediff(col, F.lit("1970-01-01").cast("date")).cast("long")
+    elif isinstance(dtype, (T.NumericType, T.StringType)):
+        number = col.cast("double").cast("long")
+    else:
+        raise HudiKeyError(f"partition field {path!r} has type {dtype.simpleString()}, "
+                           "which TimestampBasedKeyGenerator cannot read")
+    number = F.coalesce(number, F.lit(1).cast("long"))  # Hudi: a null value is 1 unit after the epoch
+    factor = _UNIT_MILLIS[unit]
+    millis = (number * F.lit(int(factor))) if factor >= 1 else (number / F.lit(int(round(1 / factor)))).cast("long")
+    return _render_in(F.timestamp_millis(millis), ts_spec.output_format, ts_spec.output_timezone, session_tz)
+
+
+def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str) -> DataFrame:
+    """``df`` with the record key and partition path columns added (native expressions only)."""
+    session_tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    return df.withColumns({
+        key_col: record_key_expr(spec, df.schema),
+        partition_col: partition_path_expr(spec, df.schema, session_tz),
+    })

@@ -1,0 +1,359 @@
+"""The Spark side of a write: keys, de-duplication, index tagging, bucketing, file writing.
+
+Every step on rows is a native Spark operation; the driver only collects small aggregates (the
+partitions touched, counts per file group) and executor stats (one row per file). An upsert runs
+three Spark jobs: affected partitions, the workload profile of the tagged records, and the write.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY, storage_schema
+from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.avro_schema import table_avro_schema
+from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.spark.keygen import with_keys
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT
+from pyhudi.timeline.metadata import CommitMetadata, WriteStat
+from pyhudi.write.columns import BUCKET, FILE_ID, IS_DELETE, SHUFFLE_KEY, STATS_DDL
+from pyhudi.write.commit import commit_metadata
+from pyhudi.write.handles import bulk_insert_writer, write_buckets
+from pyhudi.write.markers import delete_markers
+from pyhudi.write.plan import (
+    PartitionProfile,
+    SmallFile,
+    WriteContext,
+    assign_buckets,
+    average_record_size,
+)
+
+_EXISTING_PP = "_pyhudi_existing_partition"
+_EXISTING_RK = "_pyhudi_existing_key"
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` (Murmur3 x86_32, seed 42) of a 32-bit integer, as a signed int."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k1 = (value & mask) * 0xCC9E2D51 & mask
+    k1 = rotl(k1, 15) * 0x1B873593 & mask
+    h1 = rotl(seed ^ k1, 13)
+    h1 = (h1 * 5 + 0xE6546B64) & mask
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & mask
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & mask
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def shuffle_keys(num_buckets: int) -> list[int]:
+    """For each bucket b, an int whose Spark hash partitioning lands in partition b.
+
+    ``repartition(n, col)`` places a row in ``pmod(hash(col), n)``; choosing these keys gives
+    every bucket its own task, so no task writes two file groups one after the other.
+    """
+    keys: list[int | None] = [None] * num_buckets
+    missing, candidate = num_buckets, 0
+    while missing:
+        target = spark_hash_int(candidate) % num_buckets
+        if keys[target] is None:
+            keys[target] = candidate
+            missing -= 1
+        candidate += 1
+    return [k for k in keys if k is not None]
+
+
+@dataclass
+class Pipeline:
+    table: HudiTable
+    cfg: HudiConfig
+    spec: KeyGenSpec
+    instant: str
+    target_schema: pa.Schema
+    ordering_field: str | None
+    is_deleted_column: bool
+    phases: dict[str, float] = field(default_factory=dict)
+    _cached: list[DataFrame] = field(default_factory=list)
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def is_global(self) -> bool:
+        return self.cfg.get(C.INDEX_TYPE).startswith("GLOBAL_")
+
+    def _phase(self, name: str, started: float) -> float:
+        now = time.monotonic()
+        self.phases[f"{name}_s"] = round(now - started, 3)
+        return now
+
+    def _persist(self, df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        return df
+
+    def context(self) -> WriteContext:
+        cfg = self.cfg
+        file_schema = storage_schema(self.target_schema)
+        settings = ParquetSettings(
+            avro_schema=table_avro_schema(file_schema, self.table.name, with_meta_fields=True),
+            codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
+            block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),
+            dictionary=cfg.get(C.PARQUET_DICTIONARY_ENABLED),
+            populate_meta_fields=cfg.get(C.POPULATE_META_FIELDS),
+            bloom_num_entries=cfg.get(C.BLOOM_NUM_ENTRIES), bloom_fpp=cfg.get(C.BLOOM_FPP),
+            bloom_type=cfg.get(C.BLOOM_FILTER_TYPE), bloom_max_entries=cfg.get(C.BLOOM_DYNAMIC_MAX_ENTRIES))
+        return WriteContext(
+            base_uri=self.table.storage.base_uri, instant_time=self.instant, settings=settings,
+            storage_schema_ipc=file_schema.serialize().to_pybytes(),
+            precombine_field=self.ordering_field,
+            keep_larger_ordering=cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD,
+            max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO))
+
+    def prepare(self, data: DataFrame, operation: str) -> DataFrame:
+        """Incoming rows with record key, partition path and delete flag; de-duplicated."""
+        keyed = with_keys(data, self.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH)
+        if operation == "delete":
+            flag: Column = F.lit(True)
+        elif self.is_deleted_column:
+            flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
+        else:
+            flag = F.lit(False)
+        keyed = keyed.withColumn(IS_DELETE, flag)
+        combine = {"upsert": C.COMBINE_BEFORE_UPSERT, "delete": C.COMBINE_BEFORE_DELETE}.get(
+            operation, C.COMBINE_BEFORE_INSERT)
+        if self.cfg.get(combine) or (operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES)):
+            keyed = self.deduplicate(keyed, operation)
+        return keyed
+
+    def parallelism(self, operation: str) -> int:
+        opt = {"upsert": C.UPSERT_PARALLELISM, "insert": C.INSERT_PARALLELISM,
+               "bulk_insert": C.BULKINSERT_PARALLELISM, "delete": C.DELETE_PARALLELISM}[operation]
+        return int(self.cfg.get(opt))
+
+    def deduplicate(self, keyed: DataFrame, operation: str) -> DataFrame:
+        """Keep one record per key: the one with the largest ordering value (Hudi's preCombine)."""
+        keys = [RECORD_KEY] if self.is_global else [RECORD_KEY, PARTITION_PATH]
+        n = self.parallelism(operation)
+        if n > 0:
+            keyed = keyed.repartition(n, *keys)
+        if not self.ordering_field:
+            return keyed.dropDuplicates(keys)
+        cols = keyed.columns
+        best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), F.col(self.ordering_field))
+        return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, data: DataFrame, *, operation: str, overwrite: bool,
+            schema_json: str) -> tuple[CommitMetadata, dict[str, Any]]:
+        table = self.table
+        action = REPLACE_COMMIT if overwrite else COMMIT
+        timeline = table.timeline
+        if overwrite:
+            from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA, write_record
+
+            requested = write_record(REQUESTED_REPLACE_METADATA, {
+                "operationType": "INSERT_OVERWRITE_TABLE", "clusteringPlan": None,
+                "extraMetadata": {}, "version": 1})
+            timeline.create_requested(self.instant, action, requested)
+        else:
+            timeline.create_requested(self.instant, action)
+        try:
+            ctx = self.context()
+            if operation == "bulk_insert" or overwrite:
+                rows, replaced = self.bulk_insert(data, operation, ctx, overwrite)
+            else:
+                rows, replaced = self.tagged_write(data, operation, ctx), None
+            op_type = "INSERT_OVERWRITE_TABLE" if overwrite else {
+                "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
+            meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
+            started = time.monotonic()
+            timeline.complete(self.instant, action, meta.to_json().encode("utf-8"))
+            delete_markers(table.storage, self.instant)
+            self._phase("commit", started)
+            return meta, dict(self.phases)
+        finally:
+            for df in self._cached:
+                df.unpersist()
+
+    def _inflight(self, profile: dict[str, PartitionProfile], operation: str, action: str) -> None:
+        stats = {p: [WriteStat(fileId="", path="", partitionPath=p, numInserts=prof.inserts)] +
+                 [WriteStat(fileId=fid, path="", partitionPath=p, numUpdateWrites=n)
+                  for fid, n in sorted(prof.updates.items())]
+                 for p, prof in sorted(profile.items())}
+        meta = CommitMetadata(partition_to_write_stats=stats, operation_type=operation.upper())
+        self.table.timeline.transition_inflight(self.instant, action, meta.to_json().encode("utf-8"))
+
+    def bulk_insert(self, data: DataFrame, operation: str, ctx: WriteContext,
+                    overwrite: bool) -> tuple[list[dict], dict[str, list[str]] | None]:
+        started = time.monotonic()
+        keyed = self.prepare(data, "bulk_insert" if operation in ("bulk_insert", "delete") else operation)
+        keyed = keyed.where(~F.col(IS_DELETE))
+        n = self.parallelism("bulk_insert") or max(1, data.rdd.getNumPartitions())
+        mode = self.cfg.get(C.BULKINSERT_SORT_MODE)
+        if mode == "GLOBAL_SORT":
+            keyed = keyed.repartitionByRange(n, PARTITION_PATH, RECORD_KEY).sortWithinPartitions(
+                PARTITION_PATH, RECORD_KEY)
+        elif mode == "PARTITION_SORT":
+            keyed = keyed.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
+        elif mode in ("PARTITION_PATH_REPARTITION", "PARTITION_PATH_REPARTITION_AND_SORT"):
+            keyed = keyed.repartition(n, PARTITION_PATH)
+            if mode.endswith("SORT"):
+                keyed = keyed.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
+        action = REPLACE_COMMIT if overwrite else COMMIT
+        self.table.timeline.transition_inflight(self.instant, action, b"")
+        started = self._phase("plan", started)
+        stats = keyed.mapInArrow(lambda it: bulk_insert_writer(it, ctx), STATS_DDL).collect()
+        self._phase("write", started)
+        replaced = None
+        if overwrite:
+            view = self.table.file_system_view()
+            replaced = {}
+            for group in view.file_groups():
+                replaced.setdefault(group.partition_path, []).append(group.file_id)
+        return [r.asDict() for r in stats], replaced
+
+    def _existing_keys(self, partitions: list[str] | None) -> tuple[DataFrame | None, Any]:
+        """Record keys of the latest base files in ``partitions`` (all for a global index)."""
+        view = self.table.file_system_view(partitions=partitions)
+        files = view.latest_base_files()
+        if not files:
+            return None, view
+        spark = self._spark
+        uris = [self.table.storage.uri(b.path) for b in files]
+        existing = spark.read.parquet(*uris).select(
+            F.col(RECORD_KEY).alias(_EXISTING_RK), F.col(PARTITION_PATH).alias(_EXISTING_PP),
+            F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
+        return existing, view
+
+    def tagged_write(self, data: DataFrame, operation: str, ctx: WriteContext) -> list[dict]:
+        self._spark = data.sparkSession
+        started = time.monotonic()
+        keyed = self.prepare(data, operation)
+        needs_index = operation in ("upsert", "delete") or (
+            operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES))
+        if needs_index:
+            keyed = self._persist(keyed)
+            partitions = None if self.is_global else sorted(
+                r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
+            started = self._phase("partitions", started)
+            existing, _ = self._existing_keys(partitions)
+            tagged = self.tag(keyed, existing)
+        else:
+            tagged = keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
+        tagged = tagged.where(~(F.col(IS_DELETE) & F.col(FILE_ID).isNull()))
+        if operation == "delete":
+            tagged = tagged.where(F.col(FILE_ID).isNotNull())
+        if operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES):
+            tagged = tagged.where(F.col(FILE_ID).isNull())
+        tagged = self._persist(tagged)
+        counts = tagged.groupBy(PARTITION_PATH, FILE_ID).count().collect()
+        started = self._phase("profile", started)
+        profile: dict[str, PartitionProfile] = {}
+        for row in counts:
+            p = row[PARTITION_PATH]
+            prof = profile.setdefault(p, PartitionProfile(0, {}))
+            if row[FILE_ID] is None:
+                profile[p] = PartitionProfile(prof.inserts + row["count"], prof.updates)
+            else:
+                prof.updates[row[FILE_ID]] = row["count"]
+        self._inflight(profile, operation, COMMIT)
+        if not profile:
+            return []
+        plan = self.plan(profile)
+        started = self._phase("plan", started)
+        buckets = {b.bucket_id: b for b in plan.buckets}
+        bucketed = self.assign(tagged, plan)
+        stats = bucketed.mapInArrow(lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
+        self.phases["buckets"] = len(plan.buckets)
+        self._phase("write", started)
+        return [r.asDict() for r in stats]
+
+    def tag(self, keyed: DataFrame, existing: DataFrame | None) -> DataFrame:
+        """SIMPLE / GLOBAL_SIMPLE index: join incoming keys with the keys already stored."""
+        if existing is None:
+            return keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
+        if not self.is_global:
+            cond = (F.col(RECORD_KEY) == F.col(_EXISTING_RK)) & (F.col(PARTITION_PATH) == F.col(_EXISTING_PP))
+            return keyed.join(existing, cond, "left").drop(_EXISTING_RK, _EXISTING_PP)
+        joined = keyed.join(existing, F.col(RECORD_KEY) == F.col(_EXISTING_RK), "left").drop(_EXISTING_RK)
+        same = F.col(_EXISTING_PP).isNull() | (F.col(_EXISTING_PP) == F.col(PARTITION_PATH))
+        stay = joined.where(same)
+        moved = joined.where(~same)
+        if self.cfg.get(C.SIMPLE_INDEX_UPDATE_PARTITION_PATH):
+            delete_old = moved.withColumn(PARTITION_PATH, F.col(_EXISTING_PP)).withColumn(IS_DELETE, F.lit(True))
+            insert_new = moved.withColumn(FILE_ID, F.lit(None).cast("string"))
+            parts = [stay, delete_old, insert_new]
+        else:
+            parts = [stay, moved.withColumn(PARTITION_PATH, F.col(_EXISTING_PP))]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.unionByName(p)
+        return out.drop(_EXISTING_PP)
+
+    def plan(self, profile: dict[str, PartitionProfile]) -> Any:
+        cfg = self.cfg
+        view = self.table.file_system_view(partitions=sorted(profile))
+        latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in view.latest_base_files()}
+        small: dict[str, list[SmallFile]] = {}
+        limit = cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
+        if limit > 0 and self.table.timeline.completed_writes():
+            for b in view.latest_base_files():
+                if b.size < limit and profile.get(b.partition_path, PartitionProfile(0, {})).inserts > 0:
+                    small.setdefault(b.partition_path, []).append(
+                        SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
+        commits = []
+        for inst in reversed(self.table.timeline.completed([COMMIT])):
+            meta = self.table.timeline.commit_metadata(inst)
+            commits.append((meta.total("totalWriteBytes"), meta.total("numWrites")))
+            if commits[-1][0] > cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit:
+                break
+        avg = average_record_size(
+            commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
+            threshold_bytes=cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit)
+        self.phases["avg_record_size"] = avg
+        return assign_buckets(profile, latest, small, avg_record_size=avg,
+                              max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE),
+                              auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE))
+
+    def assign(self, tagged: DataFrame, plan: Any) -> DataFrame:
+        """Bucket of every record as a Spark expression, then one Spark partition per bucket."""
+        sep = "\u0000"
+        if plan.update_bucket:
+            upd_map = F.create_map(*[x for (p, fid), b in plan.update_bucket.items()
+                                     for x in (F.lit(f"{p}{sep}{fid}"), F.lit(b))])
+            update_bucket = F.element_at(upd_map, F.concat(F.col(PARTITION_PATH), F.lit(sep), F.col(FILE_ID)))
+        else:
+            update_bucket = F.lit(None).cast("int")
+        if plan.insert_weights:
+            entries = []
+            for p, (total, weights) in plan.insert_weights.items():
+                arr = F.array(*[F.struct(F.lit(float(w)).alias("w"), F.lit(b).alias("b")) for w, b in weights])
+                entries += [F.lit(p), F.struct(F.lit(total).cast("long").alias("total"), arr.alias("buckets"))]
+            info = F.element_at(F.create_map(*entries), F.col(PARTITION_PATH))
+            total = info["total"]
+            r = F.pmod(F.xxhash64(F.col(RECORD_KEY)), total) / total
+            chosen = F.element_at(F.filter(info["buckets"], lambda x: x["w"] > r), 1)["b"]
+            insert_bucket = F.coalesce(chosen, F.element_at(info["buckets"], 1)["b"])
+        else:
+            insert_bucket = F.lit(None).cast("int")
+        bucket = F.when(F.col(FILE_ID).isNotNull(), update_bucket).otherwise(insert_bucket)
+        n = len(plan.buckets)
+        keys = F.array(*[F.lit(k) for k in shuffle_keys(n)])
+        return (tagged.withColumn(BUCKET, bucket.cast("int"))
+                .withColumn(SHUFFLE_KEY, F.element_at(keys, F.col(BUCKET) + 1))
+                .repartition(n, SHUFFLE_KEY).drop(SHUFFLE_KEY))

@@ -1,0 +1,144 @@
+"""Snapshot (and read-optimized) queries of copy-on-write tables through Spark's parquet reader.
+
+The file-system view picks the latest committed base file of every file group; Spark reads exactly
+those files, natively, with an explicit schema (the newest file's, so columns added by schema
+evolution read as null from older files). A filter on partition columns prunes partitions before
+any file is listed in them.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.utils import AnalysisException
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiUnsupportedError
+from pyhudi.keygen.spec import DEFAULT_PARTITION
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import parse_instant_time
+
+AS_OF_INSTANT = "as.of.instant"
+
+
+def normalize_instant(value: str) -> str:
+    """Accept ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` or ISO ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``."""
+    text = str(value).strip()
+    if text.isdigit() and len(text) in (14, 17):
+        parse_instant_time(text)
+        return text if len(text) == 17 else text + "999"
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if len(digits) == 8:
+        return digits + "235959999"
+    if len(digits) >= 14:
+        return (digits + "000")[:17] if len(digits) < 17 else digits[:17]
+    raise HudiUnsupportedError(f"cannot read {value!r} as an instant; use yyyyMMddHHmmssSSS or an ISO timestamp")
+
+
+def _partition_values(path: str, fields: tuple[str, ...], hive: bool, encoded: bool) -> dict[str, str | None] | None:
+    parts = path.split("/") if path else []
+    if len(parts) != len(fields):
+        return None
+    out: dict[str, str | None] = {}
+    for name, part in zip(fields, parts):
+        if hive:
+            if "=" not in part:
+                return None
+            part = part.split("=", 1)[1]
+        if encoded:
+            part = urllib.parse.unquote(part)
+        out[name] = None if part in (DEFAULT_PARTITION, "default") else part
+    return out
+
+
+def prune_partitions(spark: SparkSession, table: HudiTable, partitions: list[str], schema: T.StructType,
+                     condition: Column | str) -> list[str] | None:
+    """Partitions whose values satisfy ``condition``; None when it cannot be decided from paths."""
+    cfg = table.config
+    fields = cfg.partition_fields
+    if not fields or (cfg.keygen_class or "").endswith("TimestampBasedKeyGenerator"):
+        return None
+    rows = []
+    for p in partitions:
+        values = _partition_values(p, fields, cfg.hive_style, cfg.url_encode)
+        if values is None:
+            return None
+        rows.append((p, *[values[f] for f in fields]))
+    if not rows:
+        return []
+    str_schema = T.StructType([T.StructField("_pyhudi_partition", T.StringType())] +
+                              [T.StructField(f, T.StringType()) for f in fields])
+    df = spark.createDataFrame(rows, str_schema)
+    casts = [F.col("_pyhudi_partition")]
+    for f in fields:
+        target = schema[f].dataType if f in schema.fieldNames() else T.StringType()
+        casts.append(F.col(f).cast(target).alias(f))
+    try:
+        kept = df.select(*casts).where(condition).select("_pyhudi_partition").collect()
+    except AnalysisException:
+        return None  # the condition reads other columns too: no pruning, Spark filters rows
+    return [r[0] for r in kept]
+
+
+def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+         filters: Column | str | None = None) -> DataFrame:
+    """Snapshot DataFrame of a Hudi table, meta columns first.
+
+    ``filters`` (a Column or SQL string) is applied to the result; when it only involves partition
+    columns, partitions that cannot match are skipped without listing them.
+    """
+    cfg = HudiConfig.of(options)
+    query = cfg.get(C.QUERY_TYPE)
+    if query == "incremental":
+        raise HudiUnsupportedError("incremental queries are not supported yet")
+    table = HudiTable(path)
+    as_of = cfg.raw.get(AS_OF_INSTANT)
+    as_of_instant = normalize_instant(as_of) if as_of else None
+    view = table.file_system_view(as_of=as_of_instant)
+    slices = view.latest_slices()
+    if query == "snapshot" and any(s.log_files for s in slices):
+        raise HudiUnsupportedError(
+            "snapshot queries of merge-on-read tables with log files are not supported yet; "
+            "use hoodie.datasource.query.type=read_optimized")
+    schema = _schema(spark, table, [s.base_file.path for s in slices if s.base_file is not None])
+    if schema is None:
+        return spark.createDataFrame([], T.StructType([
+            T.StructField(n, T.StringType()) for n in ("_hoodie_commit_time", "_hoodie_commit_seqno",
+                                                      "_hoodie_record_key", "_hoodie_partition_path",
+                                                      "_hoodie_file_name")]))
+    if filters is not None:
+        kept = prune_partitions(spark, table, view.partitions, schema, filters)
+        if kept is not None:
+            keep = set(kept)
+            slices = [s for s in slices if s.partition_path in keep]
+    files = [table.storage.uri(s.base_file.path) for s in slices if s.base_file is not None]
+    if not files:
+        df = spark.createDataFrame([], schema)
+    else:
+        df = spark.read.schema(schema).parquet(*files)
+    if filters is not None:
+        df = df.where(filters)
+    return df
+
+
+def _schema(spark: SparkSession, table: HudiTable, files: list[str]) -> T.StructType | None:
+    """Spark's reading of the newest base file's schema (latest table schema for COW)."""
+    arrow = table.arrow_schema()
+    if arrow is None or not files:
+        return None
+    newest = None
+    for inst in reversed(table.timeline.completed_writes()):
+        for stat in table.timeline.commit_metadata(inst).write_stats():
+            if stat.path.endswith(".parquet") and table.storage.exists(stat.path):
+                newest = stat.path
+                break
+        if newest:
+            break
+    newest = newest or max(files, key=lambda f: f.rsplit("_", 1)[-1])
+    return spark.read.parquet(table.storage.uri(newest)).schema

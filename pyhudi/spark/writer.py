@@ -1,0 +1,257 @@
+"""``pyhudi.write``: options and table checks, the instant's life cycle, and failure handling.
+
+The driver plans and commits; rows never come back to it. A write:
+
+1. resolves options against the table's own configuration (a conflict is an error);
+2. validates the input (key fields, ordering field, schema evolution) before anything is written;
+3. rolls back writes that failed earlier, then requests a new instant;
+4. runs the operation's Spark pipeline (:mod:`pyhudi.spark.pipeline`), executors writing files;
+5. completes the instant with the commit metadata, the single step that makes data visible.
+
+Any failure in 4-5 rolls the instant back before the error reaches the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import (
+    HudiCommitError,
+    HudiConfigError,
+    HudiError,
+    HudiSchemaError,
+    HudiTableMismatchError,
+    HudiUnsupportedError,
+)
+from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
+from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
+from pyhudi.spark.errors import translate
+from pyhudi.spark.keygen import field_type
+from pyhudi.spark.pipeline import Pipeline
+from pyhudi.table import properties as P
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.write import schema as schema_evolution
+from pyhudi.write.commit import WriteResult, summarize
+
+log = logging.getLogger("pyhudi")
+
+#: table property -> write option it answers, compared when a write targets an existing table
+_TABLE_TO_OPTION = {
+    P.NAME: C.TABLE_NAME,
+    P.TYPE: C.TABLE_TYPE,
+    P.RECORD_KEY_FIELDS: C.RECORDKEY_FIELD,
+    P.PARTITION_FIELDS: C.PARTITIONPATH_FIELD,
+    P.PRECOMBINE_FIELD: C.PRECOMBINE_FIELD,
+    P.KEYGEN_CLASS: C.KEYGENERATOR_CLASS,
+    P.HIVE_STYLE: C.HIVE_STYLE_PARTITIONING,
+    P.URL_ENCODE: C.PARTITIONPATH_URLENCODE,
+    P.POPULATE_META_FIELDS: C.POPULATE_META_FIELDS,
+}
+_TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
+                    C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
+                    C.TIMESTAMP_INPUT_FORMAT_DELIMITER, C.TIMESTAMP_TIMEZONE)
+_OPERATION_TYPES = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
+
+
+def _normalized(opt: C.ConfigOption[Any], value: Any) -> str:
+    parsed = opt.parse(value)
+    if isinstance(parsed, tuple):
+        return ",".join(parsed)
+    return str(parsed).lower()
+
+
+def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
+    """Hudi's ``validateTableConfig``: options the user set must agree with hoodie.properties."""
+    conflicts = []
+    for prop, opt in _TABLE_TO_OPTION.items():
+        if not cfg.is_set(opt) or prop not in table.properties:
+            continue
+        mine, theirs = _normalized(opt, cfg.raw[opt.key]), _normalized(opt, table.properties[prop])
+        if prop == P.KEYGEN_CLASS:
+            mine, theirs = mine.rsplit(".", 1)[-1], theirs.rsplit(".", 1)[-1]
+        if mine != theirs:
+            conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {table.properties[prop]!r}")
+    if cfg.is_set(C.PARTITIONPATH_FIELD) and P.PARTITION_FIELDS not in table.properties and \
+            cfg.get(C.PARTITIONPATH_FIELD):
+        conflicts.append(f"  {C.PARTITIONPATH_FIELD.key}: write option "
+                         f"{cfg.raw[C.PARTITIONPATH_FIELD.key]!r}, table is not partitioned")
+    if conflicts:
+        raise HudiTableMismatchError(
+            f"the write options conflict with the table at {table.path}:\n" + "\n".join(conflicts)
+            + "\nwrite with the table's settings, or write to a new path")
+
+
+def options_from_table(table: HudiTable) -> dict[str, str]:
+    """hoodie.properties expressed as write options, to fill what the user did not set."""
+    out = {opt.key: table.properties[prop] for prop, opt in _TABLE_TO_OPTION.items() if prop in table.properties}
+    if P.PARTITION_FIELDS not in table.properties:
+        out[C.PARTITIONPATH_FIELD.key] = ""
+    for opt in _TIMESTAMP_PROPS:
+        if opt.key in table.properties:
+            out[opt.key] = table.properties[opt.key]
+    return out
+
+
+def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) -> dict[str, str]:
+    name = cfg.get(C.TABLE_NAME)
+    props: dict[str, str] = {P.NAME: name, P.TYPE: cfg.get(C.TABLE_TYPE), P.VERSION: "6",
+                             P.LAYOUT_VERSION: "1", P.RECORD_KEY_FIELDS: ",".join(spec.record_key_fields)}
+    if cfg.get(C.DATABASE_NAME):
+        props[P.DATABASE] = cfg.get(C.DATABASE_NAME)
+    if spec.partition_fields:
+        props[P.PARTITION_FIELDS] = ",".join(spec.partition_fields)
+    if cfg.is_set(C.PRECOMBINE_FIELD):
+        props[P.PRECOMBINE_FIELD] = cfg.get(C.PRECOMBINE_FIELD)
+    props[P.KEYGEN_CLASS] = spec.class_name
+    props[P.HIVE_STYLE] = str(spec.hive_style).lower()
+    props[P.URL_ENCODE] = str(spec.url_encode).lower()
+    props[P.DROP_PARTITION_COLUMNS] = "false"
+    props[P.BASE_FILE_FORMAT] = "PARQUET"
+    props[P.ARCHIVE_FOLDER] = "archived"
+    props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
+    if not cfg.get(C.POPULATE_META_FIELDS):
+        props[P.POPULATE_META_FIELDS] = "false"
+    if spec.kind == TIMESTAMP:
+        for opt in _TIMESTAMP_PROPS:
+            if cfg.is_set(opt):
+                props[opt.key] = str(cfg.raw[opt.key])
+    props[P.CREATE_SCHEMA] = create_schema
+    return props
+
+
+def _ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTable | None) -> str | None:
+    """The precombine field if the data has it; an error if the user asked for one it lacks."""
+    field = cfg.get(C.PRECOMBINE_FIELD)
+    explicit = cfg.is_set(C.PRECOMBINE_FIELD) or (table is not None and table.config.precombine_field)
+    if not field:
+        return None
+    if field in df.columns or "." in field:
+        try:
+            field_type(df.schema, field)
+            return field
+        except HudiError:
+            pass
+    needs = operation == "upsert" or (operation != "delete" and cfg.get(C.COMBINE_BEFORE_INSERT))
+    if explicit and needs:
+        raise HudiSchemaError(
+            f"precombine field {field!r} is not in the incoming data (columns: {', '.join(df.columns)}); "
+            "add it or set hoodie.datasource.write.precombine.field to an existing column")
+    return None
+
+
+def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
+          mode: str = "append") -> WriteResult:
+    """Write a DataFrame to the Hudi table at ``path`` (created on first write).
+
+    ``mode="append"`` applies the operation (``hoodie.datasource.write.operation``, default
+    upsert); ``mode="overwrite"`` replaces the table's contents atomically (an
+    ``insert_overwrite_table`` replace commit) or creates the table.
+    """
+    started = time.monotonic()
+    if mode not in ("append", "overwrite"):
+        raise HudiConfigError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    cfg = HudiConfig.of(options)
+    table = HudiTable(path) if HudiTable.exists(path) else None
+    if table is not None:
+        if table.config.version not in (5, 6):
+            raise HudiUnsupportedError(
+                f"{path} is a table of version {table.config.version}; pyhudi writes table version 6 only")
+        check_table_config(cfg, table)
+        cfg = cfg.with_defaults(options_from_table(table))
+    elif not cfg.get(C.TABLE_NAME):
+        raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
+    operation = cfg.get(C.OPERATION)
+    overwrite = mode == "overwrite" and table is not None
+    if operation not in _OPERATION_TYPES:
+        raise HudiUnsupportedError(f"operation {operation} is not supported yet; use upsert, insert, "
+                                   "bulk_insert or delete (mode='overwrite' replaces the whole table)")
+    if overwrite and operation == "delete":
+        raise HudiConfigError("mode='overwrite' cannot be combined with the delete operation")
+    if cfg.get(C.TABLE_TYPE) != "COPY_ON_WRITE":
+        raise HudiUnsupportedError("MERGE_ON_READ tables are not supported yet; use COPY_ON_WRITE")
+    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE"):
+        raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported yet; "
+                                   "use SIMPLE or GLOBAL_SIMPLE")
+    if cfg.get(C.DROP_PARTITION_COLUMNS):
+        raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
+    populate = cfg.get(C.POPULATE_META_FIELDS)
+    if not populate and operation in ("upsert", "delete") and not overwrite:
+        raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
+    spec = resolve_keygen(cfg)
+
+    data = df.drop(*[c for c in df.columns if c in META_FIELDS])
+    for f in spec.record_key_fields + spec.partition_fields:
+        field_type(data.schema, f)  # HudiKeyError naming a missing field
+    ordering = _ordering_field(cfg, data, operation, table)
+    incoming_arrow = to_arrow_schema(data.schema)
+    current = table.arrow_schema() if table is not None else None
+    if operation == "delete" and not overwrite:
+        if current is None:
+            return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
+        target = pa_data_schema(current)
+    else:
+        target = schema_evolution.evolve(
+            None if overwrite else current, incoming_arrow,
+            fill_missing=cfg.get(C.SET_NULL_FOR_MISSING_COLUMNS) or cfg.get(C.RECONCILE_SCHEMA),
+            drop_missing=cfg.get(C.ALLOW_COLUMN_DROP))
+    table_name = cfg.get(C.TABLE_NAME) if table is None else table.name
+    schema_json = table_avro_schema(target, table_name)
+
+    if table is None:
+        table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
+        log.info("created table %s at %s", table_name, path)
+    utc = table.config.timeline_timezone == "UTC"
+    from pyhudi.services.rollback import rollback_failed_writes
+
+    rolled_back = rollback_failed_writes(table.storage, table.timeline, utc=utc)
+    if rolled_back:
+        log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
+    action = REPLACE_COMMIT if overwrite else COMMIT
+    instant = new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
+    pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
+                        ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns)
+    try:
+        meta, phase = pipeline.run(data, operation=operation, overwrite=overwrite, schema_json=schema_json)
+    except BaseException as exc:
+        _roll_back_quietly(table, Instant(instant, State.INFLIGHT, action), utc)
+        translated = translate(exc)
+        if translated is not None:
+            raise translated from None
+        if isinstance(exc, HudiError):
+            raise
+        if isinstance(exc, Exception):
+            raise HudiCommitError(f"write {instant} to {path} failed and was rolled back: {exc}") from exc
+        raise
+    stats = summarize(meta)
+    stats.update(phase)
+    stats["rolled_back_instants"] = rolled_back
+    stats["total_s"] = round(time.monotonic() - started, 3)
+    log.info("committed %s %s: %s", action, instant, stats)
+    return WriteResult(instant, operation, path, stats, meta.write_stats())
+
+
+def pa_data_schema(schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([f for f in schema if f.name not in META_FIELDS])
+
+
+def _roll_back_quietly(table: HudiTable, instant: Instant, utc: bool) -> None:
+    from pyhudi.services.rollback import rollback_instant
+
+    table.timeline.reload()
+    if not any(i.timestamp == instant.timestamp for i in table.timeline.instant_files):
+        return
+    try:
+        rollback_instant(table.storage, table.timeline, table.timeline.find(instant.timestamp), utc=utc)
+    except Exception:  # the next writer rolls it back; never hide the original error
+        log.exception("could not roll back failed write %s; the next write will", instant.timestamp)

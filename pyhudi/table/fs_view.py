@@ -1,0 +1,175 @@
+"""The file-system view: file groups and file slices built from file names and the timeline.
+
+A base file belongs to the table only if the instant in its name is a completed write on the
+timeline (or older than the active timeline, i.e. archived). Files of pending or failed instants
+are invisible, which is what makes a write atomic: its files may exist long before its commit
+file, and readers ignore them until then. Replace commits hide whole file groups.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.storage import Storage
+from pyhudi.table.properties import PARTITION_METAFILE
+from pyhudi.timeline.instant import REPLACE_COMMIT
+from pyhudi.timeline.timeline import META_FOLDER, Timeline
+
+
+@dataclass(frozen=True)
+class BaseFile:
+    partition_path: str
+    file_id: str
+    instant_time: str
+    write_token: str
+    name: str
+    size: int
+
+    @property
+    def path(self) -> str:
+        return posixpath.join(self.partition_path, self.name) if self.partition_path else self.name
+
+
+@dataclass(frozen=True)
+class LogFile:
+    partition_path: str
+    file_id: str
+    base_instant: str
+    version: int
+    write_token: str | None
+    name: str
+    size: int
+
+    @property
+    def path(self) -> str:
+        return posixpath.join(self.partition_path, self.name) if self.partition_path else self.name
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A base file and the log files written on top of it (none for copy-on-write)."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: BaseFile | None
+    log_files: tuple[LogFile, ...] = ()
+
+
+@dataclass
+class FileGroup:
+    partition_path: str
+    file_id: str
+    slices: list[FileSlice] = field(default_factory=list)
+
+    @property
+    def latest_slice(self) -> FileSlice | None:
+        return self.slices[-1] if self.slices else None
+
+
+class FileSystemView:
+    """Committed file groups of a table, as of an instant (default: the latest completed write)."""
+
+    def __init__(self, storage: Storage, timeline: Timeline, *, as_of: str | None = None,
+                 partitions: list[str] | None = None) -> None:
+        self.storage = storage
+        self.timeline = timeline
+        writes = [i for i in timeline.completed_writes() if as_of is None or i.timestamp <= as_of]
+        self.as_of = as_of if as_of is not None else (writes[-1].timestamp if writes else None)
+        self._committed = {i.timestamp for i in writes}
+        first = timeline.first_instant_time()
+        self._archived_before = first  # instants older than the active timeline were committed
+        self._replaced = self._replaced_file_ids(writes)
+        self._groups: dict[tuple[str, str], FileGroup] = {}
+        self._partitions: list[str] = []
+        self._load(partitions)
+
+    # -- loading -------------------------------------------------------------------------------
+    def _replaced_file_ids(self, writes: list) -> set[tuple[str, str]]:
+        replaced: set[tuple[str, str]] = set()
+        for inst in writes:
+            if inst.action != REPLACE_COMMIT:
+                continue
+            meta = self.timeline.commit_metadata(inst)
+            for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
+                replaced.update((partition, fid) for fid in ids)
+        return replaced
+
+    def is_committed(self, instant_time: str) -> bool:
+        if self.as_of is not None and instant_time > self.as_of:
+            return False
+        if instant_time in self._committed:
+            return True
+        return self._archived_before is not None and instant_time < self._archived_before
+
+    def _load(self, partitions: list[str] | None) -> None:
+        if partitions is None:
+            listing: dict[str, list] = {}
+            for rel, info in self.storage.walk_files(""):
+                if rel.startswith(META_FOLDER + "/") or "/." in "/" + rel.rsplit("/", 1)[0] + "/" and \
+                        rel.split("/")[0].startswith("."):
+                    continue
+                parent = posixpath.dirname(rel)
+                if any(part.startswith(".") for part in parent.split("/") if part):
+                    continue
+                listing.setdefault(parent, []).append(info)
+            found = sorted(p for p, infos in listing.items()
+                           if any(i.name == PARTITION_METAFILE or parse_base_file(i.name) for i in infos))
+        else:
+            listing = {p: self.storage.list_files(p) for p in partitions}
+            found = list(partitions)
+        self._partitions = found
+        for partition in found:
+            self._add_partition(partition, listing.get(partition, []))
+
+    def _add_partition(self, partition: str, infos: list) -> None:
+        bases: dict[str, list[BaseFile]] = {}
+        logs: dict[str, list[LogFile]] = {}
+        for info in infos:
+            parsed = parse_base_file(info.name)
+            if parsed is not None and parsed.extension == "parquet":
+                if (partition, parsed.file_id) in self._replaced or not self.is_committed(parsed.instant_time):
+                    continue
+                bases.setdefault(parsed.file_id, []).append(BaseFile(
+                    partition, parsed.file_id, parsed.instant_time, parsed.write_token, info.name, info.size))
+                continue
+            lg = parse_log_file(info.name)
+            if lg is not None and lg.extension == "log" and (partition, lg.file_id) not in self._replaced:
+                logs.setdefault(lg.file_id, []).append(LogFile(
+                    partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, info.name, info.size))
+        for fid in sorted(set(bases) | set(logs)):
+            group = FileGroup(partition, fid)
+            by_instant: dict[str, BaseFile] = {}
+            for b in sorted(bases.get(fid, []), key=lambda b: (b.instant_time, b.name)):
+                by_instant[b.instant_time] = b  # two attempts of one instant: keep one
+            slice_logs: dict[str, list[LogFile]] = {t: [] for t in by_instant}
+            for lf in logs.get(fid, []):
+                owners = [t for t in by_instant if t <= lf.base_instant]
+                slice_logs.setdefault(max(owners) if owners else lf.base_instant, []).append(lf)
+            for instant in sorted(slice_logs):
+                group.slices.append(FileSlice(
+                    partition, fid, instant, by_instant.get(instant),
+                    tuple(sorted(slice_logs[instant], key=lambda x: (x.version, x.write_token or "")))))
+            if group.slices:
+                self._groups[(partition, fid)] = group
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def partitions(self) -> list[str]:
+        return list(self._partitions)
+
+    def file_groups(self, partition: str | None = None) -> list[FileGroup]:
+        return [g for (p, _), g in sorted(self._groups.items()) if partition is None or p == partition]
+
+    def latest_slices(self, partition: str | None = None) -> list[FileSlice]:
+        out = []
+        for group in self.file_groups(partition):
+            latest = group.latest_slice
+            if latest is not None:
+                out.append(latest)
+        return out
+
+    def latest_base_files(self, partition: str | None = None) -> list[BaseFile]:
+        return [s.base_file for s in self.latest_slices(partition) if s.base_file is not None]

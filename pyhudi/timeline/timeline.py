@@ -1,0 +1,164 @@
+"""The active timeline of a table: which instants exist, in which state, and their metadata.
+
+The timeline is the table's source of truth for visibility: a data file is part of the table only
+when the instant that wrote it has completed. Completing an instant is the single atomic step of a
+write (one file appearing), so every state transition here writes whole files only.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+
+from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import (
+    COMMIT,
+    COMPLETES_AS,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+    parse_instant_file,
+)
+from pyhudi.timeline.metadata import CommitMetadata
+
+META_FOLDER = ".hoodie"
+
+
+def read_avro_record(data: bytes, *, source: str) -> dict:
+    """The single record of an Avro object container file written on the timeline."""
+    import fastavro
+
+    try:
+        records = list(fastavro.reader(io.BytesIO(data)))
+    except Exception as exc:  # fastavro raises several unrelated types on bad input
+        raise HudiCorruptFileError(f"{source} is not a readable Avro file: {exc}") from None
+    if not records:
+        raise HudiCorruptFileError(f"{source} holds no Avro record")
+    return records[0]
+
+
+class Timeline:
+    """A snapshot of the active timeline, reloaded on demand."""
+
+    def __init__(self, storage: Storage, *, layout_version: int = 1) -> None:
+        self.storage = storage
+        self.layout_version = layout_version
+        self.folder = META_FOLDER if layout_version < 2 else f"{META_FOLDER}/timeline"
+        self._files: list[Instant] = []
+        self.reload()
+
+    def reload(self) -> Timeline:
+        found = []
+        for info in self.storage.list_files(self.folder):
+            instant = parse_instant_file(info.name)
+            if instant is not None:
+                found.append(instant)
+        self._files = sorted(found)
+        return self
+
+    # -- queries -----------------------------------------------------------------------------
+    @property
+    def instant_files(self) -> list[Instant]:
+        """Every instant state that has a file, sorted by time then state."""
+        return list(self._files)
+
+    def instants(self) -> list[Instant]:
+        """One entry per instant time: its most advanced state (completed action name)."""
+        latest: dict[str, Instant] = {}
+        for inst in self._files:
+            cur = latest.get(inst.timestamp)
+            if cur is None or inst.state > cur.state or (
+                    inst.state == cur.state and inst.action in COMPLETES_AS.values()):
+                latest[inst.timestamp] = inst
+        return [latest[t] for t in sorted(latest)]
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        return [i for i in self.instants()
+                if i.is_completed and (wanted is None or i.action in wanted)]
+
+    def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        wanted = set(actions) if actions is not None else None
+        return [i for i in self.instants()
+                if not i.is_completed and (wanted is None or i.action in wanted)]
+
+    def completed_writes(self) -> list[Instant]:
+        """Completed commit, deltacommit and replacecommit instants (they make data visible)."""
+        return self.completed(WRITE_ACTIONS)
+
+    def latest_completed_write(self) -> Instant | None:
+        writes = self.completed_writes()
+        return writes[-1] if writes else None
+
+    def last_instant_time(self) -> str | None:
+        """The largest instant time in any state: new instants must be greater."""
+        return self._files[-1].timestamp if self._files else None
+
+    def first_instant_time(self) -> str | None:
+        return self._files[0].timestamp if self._files else None
+
+    def find(self, timestamp: str) -> Instant:
+        for inst in self.instants():
+            if inst.timestamp == timestamp:
+                return inst
+        raise HudiInstantNotFoundError(
+            f"instant {timestamp} is not on the active timeline; run `pyhudi show commits` to list instants")
+
+    def is_completed(self, timestamp: str) -> bool:
+        return any(i.timestamp == timestamp and i.is_completed for i in self._files)
+
+    # -- metadata ----------------------------------------------------------------------------
+    def path_of(self, instant: Instant) -> str:
+        return f"{self.folder}/{instant.file_name(self.layout_version)}"
+
+    def read_bytes(self, instant: Instant) -> bytes:
+        return self.storage.read_bytes(self.path_of(instant))
+
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """The commit metadata of a completed write instant (JSON in v6, Avro in v8)."""
+        data = self.read_bytes(instant)
+        source = self.path_of(instant)
+        if self.layout_version >= 2:
+            if not data:
+                return CommitMetadata()
+            return CommitMetadata.from_dict(read_avro_record(data, source=source))
+        return CommitMetadata.from_json(data, source=source)
+
+    # -- transitions (layout version 1) --------------------------------------------------------
+    def _write(self, instant: Instant, content: bytes, *, must_be_new: bool) -> Instant:
+        path = self.path_of(instant)
+        if must_be_new:
+            self.storage.create_new(path, content)
+        else:
+            self.storage.write_bytes(path, content)
+        self._files = sorted({*self._files, instant})
+        return instant
+
+    def create_requested(self, timestamp: str, action: str, content: bytes = b"") -> Instant:
+        return self._write(Instant(timestamp, State.REQUESTED, action), content, must_be_new=True)
+
+    def transition_inflight(self, timestamp: str, action: str, content: bytes = b"") -> Instant:
+        return self._write(Instant(timestamp, State.INFLIGHT, action), content, must_be_new=True)
+
+    def complete(self, timestamp: str, action: str, content: bytes) -> Instant:
+        """The commit point: the completed file appears atomically with its full content."""
+        return self._write(Instant(timestamp, State.COMPLETED, action), content, must_be_new=True)
+
+    def delete_instant(self, timestamp: str) -> list[str]:
+        """Remove every file of an instant (completed first, so it turns invisible at once)."""
+        removed = []
+        for inst in sorted((i for i in self._files if i.timestamp == timestamp),
+                           key=lambda i: -i.state):
+            path = self.path_of(inst)
+            if self.storage.delete(path):
+                removed.append(path)
+        self._files = [i for i in self._files if i.timestamp != timestamp]
+        return removed
+
+
+def commit_action_for(table_type: str) -> str:
+    """The action of a regular write on a table of this type."""
+    from pyhudi.timeline.instant import DELTA_COMMIT
+
+    return COMMIT if table_type == "COPY_ON_WRITE" else DELTA_COMMIT

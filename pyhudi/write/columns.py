@@ -1,0 +1,29 @@
+"""Names of the helper columns the write pipeline adds to incoming rows, and the stats schema."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+BUCKET = "_pyhudi_bucket"
+IS_DELETE = "_pyhudi_is_delete"
+FILE_ID = "_pyhudi_file_id"
+SHUFFLE_KEY = "_pyhudi_shuffle_key"
+INTERNAL = (BUCKET, IS_DELETE, FILE_ID, SHUFFLE_KEY)
+
+#: One row per file written, returned by executors to the driver.
+STATS_SCHEMA = pa.schema([
+    ("partition_path", pa.string()),
+    ("file_id", pa.string()),
+    ("path", pa.string()),
+    ("prev_commit", pa.string()),
+    ("io_type", pa.string()),
+    ("num_writes", pa.int64()),
+    ("num_deletes", pa.int64()),
+    ("num_update_writes", pa.int64()),
+    ("num_inserts", pa.int64()),
+    ("file_size", pa.int64()),
+    ("time_ms", pa.int64()),
+    ("min_key", pa.string()),
+    ("max_key", pa.string()),
+])
+STATS_DDL = ", ".join(f"{f.name} {'string' if f.type == pa.string() else 'long'}" for f in STATS_SCHEMA)

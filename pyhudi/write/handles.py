@@ -1,0 +1,275 @@
+"""Executor-side writers: Hudi's create and merge handles, and the bulk-insert writer.
+
+These run inside Spark tasks (``mapInArrow``) on Arrow tables, with no Spark import: each turns the
+rows of one bucket into one new base file and returns a stats row for the driver's commit.
+
+* create (INSERT bucket): a new file group ``<uuid>-0`` with the incoming rows.
+* merge (UPDATE bucket): the file group's latest base file rewritten with updates applied in
+  place, deletes dropped and inserts appended; unchanged rows keep their commit time and seqno.
+* bulk insert: rows streamed into files per partition, rolling over at the max file size.
+
+All work is vectorised with pyarrow compute; there is no per-row Python.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.avro_schema import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    META_FIELDS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
+from pyhudi.io.base_file import BaseFileWriter, WrittenFile, align, read_base_file
+from pyhudi.io.file_names import base_file_name, file_id, new_file_id_prefix, relative_path, write_token
+from pyhudi.storage import Storage
+from pyhudi.table.properties import write_partition_metadata
+from pyhudi.write.columns import BUCKET, IS_DELETE, STATS_SCHEMA
+from pyhudi.write.markers import CREATE, MERGE, create_marker
+from pyhudi.write.plan import UPDATE, WriteBucket, WriteContext
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    partition_id: int
+    stage_id: int
+    attempt_id: int
+
+    @property
+    def token(self) -> str:
+        return write_token(self.partition_id, self.stage_id, self.attempt_id)
+
+
+def current_task() -> TaskInfo:
+    """The Spark task running this code (0-0-0 outside Spark, e.g. in unit tests)."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        return TaskInfo(0, 0, 0)
+    ctx = TaskContext.get()
+    if ctx is None:
+        return TaskInfo(0, 0, 0)
+    return TaskInfo(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
+
+
+def storage_schema_of(ctx: WriteContext) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(ctx.storage_schema_ipc))
+
+
+def _seqnos(instant: str, partition_id: int, start: int, count: int) -> pa.Array:
+    positions = pa.array(np.arange(start, start + count, dtype=np.int64)).cast(pa.string())
+    return pc.binary_join_element_wise(f"{instant}_{partition_id}_", positions, "")
+
+
+def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_name: str,
+                    task: TaskInfo, first_position: int) -> pa.Table:
+    """Incoming rows as base-file rows: meta columns filled for a new write at ``ctx.instant_time``."""
+    n = rows.num_rows
+    populate = ctx.settings.populate_meta_fields
+    data = align(rows, pa.schema([f for f in schema if f.name not in META_FIELDS]))
+    meta = {
+        COMMIT_TIME: pa.array([ctx.instant_time] * n, pa.string()) if populate else pa.nulls(n, pa.string()),
+        COMMIT_SEQNO: _seqnos(ctx.instant_time, task.partition_id, first_position, n) if populate
+        else pa.nulls(n, pa.string()),
+        RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
+        PARTITION_PATH: rows.column(PARTITION_PATH).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
+        FILE_NAME: pa.array([file_name] * n, pa.string()),
+    }
+    arrays = [meta[f.name] if f.name in meta else data.column(f.name) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _stats_row(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
+               deletes: int, updates: int, inserts: int, started: float) -> dict:
+    return {
+        "partition_path": bucket_partition, "file_id": fid, "path": written.path, "prev_commit": prev_commit,
+        "io_type": io_type, "num_writes": written.num_rows, "num_deletes": deletes,
+        "num_update_writes": updates, "num_inserts": inserts, "file_size": written.size,
+        "time_ms": int((time.monotonic() - started) * 1000), "min_key": written.min_key,
+        "max_key": written.max_key,
+    }
+
+
+def _open(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
+          io_type: str) -> BaseFileWriter:
+    rel = relative_path(partition, name)
+    write_partition_metadata(storage, partition, ctx.instant_time)
+    create_marker(storage, ctx.instant_time, rel, io_type)
+    return BaseFileWriter(storage, rel, schema, ctx.settings)
+
+
+def create_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
+                  rows: pa.Table, task: TaskInfo) -> dict | None:
+    started = time.monotonic()
+    is_delete = rows.column(IS_DELETE)
+    live = rows.filter(pc.invert(is_delete))
+    deletes = rows.num_rows - live.num_rows
+    if live.num_rows == 0:
+        return None
+    fid = file_id(bucket.file_id_prefix, 0)
+    name = base_file_name(fid, task.token, ctx.instant_time)
+    writer = _open(storage, ctx, schema, bucket.partition_path, name, CREATE)
+    writer.write(to_storage_rows(live, schema, ctx, name, task, 0))
+    written = writer.close()
+    return _stats_row(bucket.partition_path, fid, written, prev_commit="null", io_type=CREATE,
+                      deletes=deletes, updates=0, inserts=live.num_rows, started=started)
+
+
+def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
+                 rows: pa.Table, task: TaskInfo) -> dict:
+    """Rewrite a file group's base file with ``rows`` merged in (updates, deletes, inserts)."""
+    started = time.monotonic()
+    assert bucket.base_file is not None
+    old = align(read_base_file(storage, bucket.base_file), schema)
+    n_old = old.num_rows
+    inc_keys = rows.column(RECORD_KEY).cast(pa.string())
+    is_delete = rows.column(IS_DELETE).combine_chunks()
+    pos = pc.index_in(old.column(RECORD_KEY), value_set=inc_keys)
+    matched = pos.is_valid()
+    pos_filled = pc.fill_null(pos, 0)
+    del_at_old = pc.and_(matched, pc.take(is_delete, pos_filled))
+    keep_old = pc.invert(matched)
+    field = ctx.precombine_field
+    if ctx.keep_larger_ordering and field and field in old.column_names and field in rows.column_names:
+        stored = old.column(field)
+        incoming = pc.take(rows.column(field).cast(stored.type), pos_filled)
+        larger = pc.fill_null(pc.greater(stored, incoming), False)
+        keep_old = pc.or_(keep_old, pc.and_(matched, larger))
+    replaced = pc.and_(pc.invert(keep_old), pc.invert(del_at_old))
+    dropped = pc.and_(pc.invert(keep_old), del_at_old)
+    old_idx = np.arange(n_old, dtype=np.int64)
+    pos_np = pos_filled.to_numpy(zero_copy_only=False).astype(np.int64)
+    take_idx = np.where(replaced.to_numpy(zero_copy_only=False), n_old + pos_np, old_idx)
+    take_idx = take_idx[~dropped.to_numpy(zero_copy_only=False)]
+    inserts_mask = pc.and_(pc.invert(pc.is_in(inc_keys, value_set=old.column(RECORD_KEY))),
+                           pc.invert(is_delete))
+    insert_idx = n_old + np.nonzero(inserts_mask.to_numpy(zero_copy_only=False))[0].astype(np.int64)
+    order = np.concatenate([take_idx, insert_idx])
+    name = base_file_name(bucket.file_id_prefix, task.token, ctx.instant_time)
+    new_rows = to_storage_rows(rows, schema, ctx, name, task, 0)
+    combined = pa.concat_tables([old, new_rows]).take(pa.array(order))
+    from_incoming = pa.array(order >= n_old)
+    if ctx.settings.populate_meta_fields:
+        fresh = _seqnos(ctx.instant_time, task.partition_id, 0, len(order))
+        seq = pc.if_else(from_incoming, fresh, combined.column(COMMIT_SEQNO))
+        combined = combined.set_column(combined.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, seq)
+    combined = combined.set_column(combined.schema.get_field_index(FILE_NAME), FILE_NAME,
+                                   pa.array([name] * len(order), pa.string()))
+    writer = _open(storage, ctx, schema, bucket.partition_path, name, MERGE)
+    writer.write(combined)
+    written = writer.close()
+    return _stats_row(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
+                      io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
+                      updates=int(pc.sum(replaced).as_py() or 0),
+                      inserts=len(insert_idx), started=started)
+
+
+def _collect(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    items = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(items) if items else None
+
+
+def write_buckets(batches: Iterator[pa.RecordBatch], ctx: WriteContext,
+                  buckets: dict[int, WriteBucket]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body of upsert/insert/delete: one file per bucket present in this task."""
+    table = _collect(batches)
+    if table is None:
+        return
+    storage = Storage(ctx.base_uri)
+    schema = storage_schema_of(ctx)
+    task = current_task()
+    ids = table.column(BUCKET).to_numpy()
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
+    for chunk in np.split(order, bounds):
+        if not len(chunk):
+            continue
+        bucket = buckets[int(ids[chunk[0]])]
+        rows = table.take(pa.array(chunk))
+        if bucket.kind == UPDATE:
+            stats = merge_handle(storage, ctx, schema, bucket, rows, task)
+        else:
+            stats = create_handle(storage, ctx, schema, bucket, rows, task)
+        if stats is not None:
+            yield pa.RecordBatch.from_pylist([stats], schema=STATS_SCHEMA)
+
+
+class _OpenFile:
+    def __init__(self, writer: BaseFileWriter, partition: str, fid: str, name: str) -> None:
+        self.writer, self.partition, self.fid, self.name = writer, partition, fid, name
+        self.pending: list[pa.Table] = []
+        self.pending_bytes = 0
+        self.positions = 0
+        self.started = time.monotonic()
+
+
+def bulk_insert_writer(batches: Iterator[pa.RecordBatch], ctx: WriteContext) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body of bulk_insert: rows (sorted or not) streamed into files per partition.
+
+    One file id prefix per task; each new file (another partition, or a rollover past the max file
+    size) takes the next suffix, as Hudi's bulk-insert writers do.
+    """
+    storage = Storage(ctx.base_uri)
+    schema = storage_schema_of(ctx)
+    task = current_task()
+    prefix = new_file_id_prefix()
+    counter = 0
+    open_files: dict[str, _OpenFile] = {}
+    # parquet shrinks rows a lot; flush row groups often enough to measure the real file size
+    flush_bytes = max(1 << 20, min(ctx.settings.block_size, 64 << 20))
+    limit = ctx.max_file_size
+
+    def new_file(partition: str) -> _OpenFile:
+        nonlocal counter
+        fid = file_id(prefix, counter)
+        counter += 1
+        name = base_file_name(fid, task.token, ctx.instant_time)
+        return _OpenFile(_open(storage, ctx, schema, partition, name, CREATE), partition, fid, name)
+
+    def flush(f: _OpenFile) -> None:
+        for part in f.pending:
+            f.writer.write(part)
+        f.pending, f.pending_bytes = [], 0
+
+    def finish(f: _OpenFile) -> pa.RecordBatch:
+        flush(f)
+        written = f.writer.close()
+        return pa.RecordBatch.from_pylist([_stats_row(
+            f.partition, f.fid, written, prev_commit="null", io_type=CREATE, deletes=0, updates=0,
+            inserts=written.num_rows, started=f.started)], schema=STATS_SCHEMA)
+
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch])
+        if IS_DELETE in table.column_names:
+            table = table.filter(pc.invert(table.column(IS_DELETE)))
+        parts = table.column(PARTITION_PATH).combine_chunks()
+        encoded = parts.dictionary_encode()
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        for code, partition in enumerate(encoded.dictionary.to_pylist()):
+            sub = table.filter(pa.array(codes == code))
+            f = open_files.get(partition)
+            if f is None:
+                f = open_files[partition] = new_file(partition)
+            rows = to_storage_rows(sub, schema, ctx, f.name, task, f.positions)
+            f.positions += rows.num_rows
+            f.pending.append(rows)
+            f.pending_bytes += rows.nbytes
+            if f.pending_bytes >= flush_bytes:
+                flush(f)
+                if f.writer.bytes_written >= limit:
+                    yield finish(f)
+                    del open_files[partition]
+    for f in list(open_files.values()):
+        yield finish(f)

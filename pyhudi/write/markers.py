@@ -1,0 +1,42 @@
+"""Direct write markers: ``.hoodie/.temp/<instant>/<partition>/<file>.marker.<IOType>``.
+
+An executor creates a marker before it creates a data file. If the writer dies, the markers list
+every file the failed instant may have left behind, so the rollback deletes exactly those instead
+of scanning the table.
+"""
+
+from __future__ import annotations
+
+from pyhudi.storage import Storage
+
+TEMP_FOLDER = ".hoodie/.temp"
+CREATE = "CREATE"
+MERGE = "MERGE"
+APPEND = "APPEND"
+
+
+def marker_folder(instant: str) -> str:
+    return f"{TEMP_FOLDER}/{instant}"
+
+
+def create_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
+    """``data_file`` is relative to the base path (partition/name)."""
+    storage.write_bytes(f"{marker_folder(instant)}/{data_file}.marker.{io_type}", b"")
+
+
+def list_markers(storage: Storage, instant: str) -> list[tuple[str, str]]:
+    """(data file relative path, io type) for every marker of an instant."""
+    folder = marker_folder(instant)
+    out = []
+    prefix = folder + "/"
+    for rel, _info in storage.walk_files(folder):
+        inner = rel[len(prefix):] if rel.startswith(prefix) else rel
+        if ".marker." not in inner:
+            continue
+        data_file, io_type = inner.rsplit(".marker.", 1)
+        out.append((data_file, io_type))
+    return sorted(out)
+
+
+def delete_markers(storage: Storage, instant: str) -> None:
+    storage.delete_dir(marker_folder(instant))

@@ -1,0 +1,138 @@
+"""Write plans: where each incoming record goes (Hudi's UpsertPartitioner, steps 4-7).
+
+The driver turns a small workload profile (insert counts per partition, update counts per file
+group) into buckets: one per file group receiving updates, small files topped up with inserts,
+then new file groups sized from the estimated record size. Buckets are frozen dataclasses shipped
+to executors; assigning a record to a bucket is a Spark expression built from the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.file_names import new_file_id_prefix
+
+INSERT = "INSERT"
+UPDATE = "UPDATE"
+
+
+@dataclass(frozen=True)
+class WriteBucket:
+    """One unit of executor work: a file group to rewrite (UPDATE) or to create (INSERT)."""
+
+    bucket_id: int
+    kind: str
+    partition_path: str
+    file_id_prefix: str  # UPDATE: the file id itself; INSERT: a uuid, files are "<uuid>-<n>"
+    base_file: str | None = None  # UPDATE: relative path of the base file being merged
+    prev_commit: str = "null"
+
+
+@dataclass(frozen=True)
+class SmallFile:
+    partition_path: str
+    file_id: str
+    base_file: str
+    base_instant: str
+    size: int
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Everything an executor needs besides its rows; picklable and immutable."""
+
+    base_uri: str
+    instant_time: str
+    settings: ParquetSettings
+    storage_schema_ipc: bytes  # Arrow IPC of the base-file schema (meta + data columns)
+    precombine_field: str | None
+    keep_larger_ordering: bool  # DefaultHoodieRecordPayload: the stored record wins if larger
+    max_file_size: int
+    compression_ratio: float
+
+
+@dataclass
+class BucketPlan:
+    buckets: list[WriteBucket] = field(default_factory=list)
+    update_bucket: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: partition -> (total inserts, [(cumulative weight, bucket id)])
+    insert_weights: dict[str, tuple[int, list[tuple[float, int]]]] = field(default_factory=dict)
+
+    def _add(self, kind: str, partition: str, prefix: str, base_file: str | None = None,
+             prev_commit: str = "null") -> int:
+        bucket = WriteBucket(len(self.buckets), kind, partition, prefix, base_file, prev_commit)
+        self.buckets.append(bucket)
+        return bucket.bucket_id
+
+
+@dataclass(frozen=True)
+class PartitionProfile:
+    inserts: int
+    updates: dict[str, int]  # file id -> records routed to it (updates and deletes)
+
+
+def assign_buckets(
+    profile: dict[str, PartitionProfile],
+    latest_base: dict[tuple[str, str], tuple[str, str]],
+    small_files: dict[str, list[SmallFile]],
+    *,
+    avg_record_size: int,
+    max_file_size: int,
+    auto_split: bool,
+    split_size: int,
+) -> BucketPlan:
+    """Hudi's ``UpsertPartitioner``: update buckets, then small files, then new insert buckets.
+
+    ``latest_base`` maps (partition, file id) to (base file path, base instant) for every file
+    group that receives updates.
+    """
+    plan = BucketPlan()
+    for partition in sorted(profile):
+        for fid in sorted(profile[partition].updates):
+            path, instant = latest_base[(partition, fid)]
+            plan.update_bucket[(partition, fid)] = plan._add(UPDATE, partition, fid, path, instant)
+    avg = max(1, avg_record_size)
+    for partition in sorted(profile):
+        total = profile[partition].inserts
+        if total <= 0:
+            continue
+        remaining = total
+        assigned: list[tuple[int, int]] = []
+        for sf in small_files.get(partition, []):
+            if remaining <= 0:
+                break
+            room = (max_file_size - sf.size) // avg
+            take = min(room, remaining)
+            if take <= 0:
+                continue
+            bucket = plan.update_bucket.get((partition, sf.file_id))
+            if bucket is None:
+                bucket = plan._add(UPDATE, partition, sf.file_id, sf.base_file, sf.base_instant)
+                plan.update_bucket[(partition, sf.file_id)] = bucket
+            assigned.append((bucket, take))
+            remaining -= take
+        if remaining > 0:
+            per_bucket = max(1, max_file_size // avg) if auto_split else split_size
+            count = math.ceil(remaining / per_bucket)
+            for i in range(count):
+                size = per_bucket if i < count - 1 else remaining - (count - 1) * per_bucket
+                assigned.append((plan._add(INSERT, partition, new_file_id_prefix()), size))
+        cumulative, weights = 0.0, []
+        for bucket, size in assigned:
+            cumulative += size / total
+            weights.append((cumulative, bucket))
+        plan.insert_weights[partition] = (total, weights)
+    return plan
+
+
+def average_record_size(commits: list[tuple[int, int]], *, default: int, threshold_bytes: float) -> int:
+    """Hudi's ``averageBytesPerRecord``: from the newest commit that wrote enough bytes.
+
+    ``commits`` is (total bytes written, records written) per completed commit, newest first.
+    """
+    for total_bytes, records in commits:
+        if total_bytes > threshold_bytes and records > 0:
+            return int(math.ceil(total_bytes / records))
+    return default
