@@ -222,8 +222,10 @@ class BloomFilter:
                 self.count = (rows - 1) * self.rows_limit + current
                 self.max_entries = rows * self.rows_limit
             for _ in range(rows):
-                _, rnb, _, rvs = struct.unpack_from(">iibi", buf, pos)
-                pos += 13
+                rvs = vector_size
+                if self.filter_type != SIMPLE:  # each dynamic row repeats the standard header
+                    _, _, _, rvs = struct.unpack_from(">iibi", buf, pos)
+                    pos += 13
                 raw = np.frombuffer(buf, dtype=np.uint8, count=(rvs + 7) // 8, offset=pos)
                 self.rows.append(_Row(np.unpackbits(raw, bitorder="little")[:rvs].astype(bool)))
                 pos += nbytes

@@ -1,0 +1,142 @@
+"""``pyhudi``: inspect a table's timeline, commits and file groups, like ``hudi-cli``.
+
+    pyhudi show commits --path /data/drones
+    pyhudi show commit 20240418173551906 --path /data/drones
+    pyhudi show file-groups --path /data/drones [--partition 2024-01-01]
+    pyhudi show timeline --path /data/drones
+    pyhudi show properties --path /data/drones
+
+Reads only table metadata and file listings (no Spark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pyhudi.errors import HudiError
+from pyhudi.table.table import HudiTable
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out = [line, "| " + " | ".join(h.ljust(w) for h, w in zip(cells[0], widths)) + " |", line]
+    for r in cells[1:]:
+        out.append("| " + " | ".join(c.rjust(w) if c.replace(".", "").replace(" ", "").isalnum()
+                                      and c[:1].isdigit() else c.ljust(w) for c, w in zip(r, widths)) + " |")
+    out.append(line)
+    return "\n".join(out)
+
+
+def show_commits(table: HudiTable, limit: int) -> str:
+    rows = []
+    for c in reversed(table.commits()[-limit:] if limit else table.commits()):
+        m = c.metadata
+        rows.append([c.instant.timestamp, c.instant.action, m.operation_type, human(m.total("totalWriteBytes")),
+                     c.files_added, c.files_updated, len(m.partition_to_write_stats), m.total("numWrites"),
+                     m.total("numInserts"), m.total("numUpdateWrites"), m.total("numDeletes")])
+    return table_text(["CommitTime", "Action", "Operation", "Total Bytes Written", "Total Files Added",
+                       "Total Files Updated", "Total Partitions Written", "Total Records Written",
+                       "Total Inserts", "Total Update Records Written", "Total Deletes"], rows)
+
+
+def show_commit(table: HudiTable, instant: str) -> str:
+    inst = table.timeline.find(instant)
+    if not inst.is_completed:
+        return f"instant {instant} is {inst.state.name.lower()} ({inst.action}); it has no commit metadata yet"
+    meta = table.timeline.commit_metadata(inst)
+    rows = []
+    for partition, stats in sorted(meta.partition_to_write_stats.items()):
+        for s in stats:
+            rows.append([partition or '""', s.fileId, s.prevCommit, s.numWrites, s.numInserts, s.numUpdateWrites,
+                         s.numDeletes, human(s.totalWriteBytes), s.file_name])
+    head = f"{inst.action} {inst.timestamp}  operation={meta.operation_type}\n"
+    body = table_text(["Partition Path", "File ID", "Previous Commit", "Records Written", "Inserts",
+                       "Updates", "Deletes", "Bytes Written", "File"], rows)
+    if meta.partition_to_replace_file_ids:
+        replaced = sum(len(v) for v in meta.partition_to_replace_file_ids.values())
+        body += f"\nreplaced file groups: {replaced}"
+    return head + body
+
+
+def show_file_groups(table: HudiTable, partition: str | None) -> str:
+    import pyarrow.parquet as pq
+
+    view = table.file_system_view(partitions=[partition] if partition is not None else None)
+    rows = []
+    for group in view.file_groups():
+        latest = group.latest_slice
+        base = latest.base_file if latest else None
+        records = ""
+        if base is not None:
+            with table.storage.fs.open_input_file(table.storage.full(base.path)) as f:
+                records = str(pq.read_metadata(f).num_rows)
+        rows.append([group.partition_path or '""', group.file_id, latest.base_instant if latest else "",
+                     base.name if base else "", human(base.size) if base else "", records, len(group.slices)])
+    return table_text(["Partition", "File ID", "Base Instant", "Latest Base File", "Size", "Records",
+                       "Slices"], rows) + f"\n{len(rows)} file group(s) in {len(view.partitions)} partition(s)"
+
+
+def show_timeline(table: HudiTable) -> str:
+    rows = []
+    for inst in table.timeline.instant_files:
+        path = table.timeline.path_of(inst)
+        rows.append([inst.timestamp, inst.action, inst.state.name, human(table.storage.size(path))])
+    return table_text(["Instant", "Action", "State", "File Size"], rows)
+
+
+def show_properties(table: HudiTable) -> str:
+    return table_text(["Property", "Value"], sorted((k, v if len(v) < 100 else v[:97] + "...")
+                                                   for k, v in table.properties.items()))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pyhudi", description="Inspect Apache Hudi tables.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    show = sub.add_parser("show", help="show table metadata")
+    what = show.add_subparsers(dest="what", required=True)
+    for name, helptext in (("commits", "completed writes with their statistics"),
+                           ("commit", "per-file write statistics of one instant"),
+                           ("file-groups", "file groups and their latest base files"),
+                           ("timeline", "every instant file with its action and state"),
+                           ("properties", "hoodie.properties")):
+        p = what.add_parser(name, help=helptext)
+        p.add_argument("--path", required=True, help="table base path")
+        if name == "commit":
+            p.add_argument("instant")
+        if name == "commits":
+            p.add_argument("--limit", type=int, default=0, help="newest N commits only")
+        if name == "file-groups":
+            p.add_argument("--partition", default=None)
+    args = parser.parse_args(argv)
+    try:
+        table = HudiTable(args.path)
+        if args.what == "commits":
+            print(show_commits(table, args.limit))
+        elif args.what == "commit":
+            print(show_commit(table, args.instant))
+        elif args.what == "file-groups":
+            print(show_file_groups(table, args.partition))
+        elif args.what == "timeline":
+            print(show_timeline(table))
+        else:
+            print(show_properties(table))
+    except HudiError as exc:
+        print(f"pyhudi: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

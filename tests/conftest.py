@@ -1,0 +1,57 @@
+"""Shared fixtures: one local[2] SparkSession per test session, and the interop tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+INTEROP = Path(__file__).resolve().parents[1].parent / "shared" / "interop"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import pyhudi
+
+    session = pyhudi.spark_session("local[2]", spark__sql__shuffle__partitions="2")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def interop_dir(tmp_path_factory) -> Path:
+    if not INTEROP.is_dir():
+        pytest.skip(f"{INTEROP} is absent (a clone outside the workplace has no shared/interop)")
+    return INTEROP
+
+
+def unzip_table(zip_path: Path, dest: Path) -> Path:
+    """Unpack an interop zip and return the table folder inside it (skipping macOS litter)."""
+    with zipfile.ZipFile(zip_path) as z:
+        z.extractall(dest)
+    shutil.rmtree(dest / "__MACOSX", ignore_errors=True)
+    tables = [p for p in dest.iterdir() if (p / ".hoodie").is_dir()]
+    assert len(tables) == 1, f"expected one table in {zip_path}, found {tables}"
+    return tables[0]
+
+
+def hudi_rs_rows(path: str | Path) -> list[dict]:
+    """The snapshot as the independent hudi-rs reader sees it."""
+    import hudi
+
+    batches = hudi.HudiTable(str(Path(path).resolve())).read()
+    if not batches:
+        return []
+    return pa.Table.from_batches(batches).to_pylist()
+
+
+def pyhudi_rows(spark, path: str | Path, **kw) -> list[dict]:
+    import pyhudi
+
+    return [r.asDict(recursive=True) for r in pyhudi.read(spark, str(path), **kw).collect()]
