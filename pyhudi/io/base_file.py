@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.io.avro_schema import COMMIT_SEQNO, RECORD_KEY
 from pyhudi.io.bloom import DYNAMIC_V0, build_filter
 from pyhudi.storage import Storage
 
@@ -104,8 +104,11 @@ class BaseFileWriter:
         self.rel_path = rel_path
         self.settings = settings
         self._sink = storage.open_output(rel_path)
+        # unique per row: a dictionary attempt only costs time before parquet falls back to plain
+        dictionary: bool | list[str] = settings.dictionary and [
+            f.name for f in schema if f.name not in (COMMIT_SEQNO, RECORD_KEY)]
         self._writer = pq.ParquetWriter(
-            self._sink, schema, compression=settings.codec, use_dictionary=settings.dictionary,
+            self._sink, schema, compression=settings.codec, use_dictionary=dictionary,
             data_page_size=settings.page_size, store_schema=False, write_statistics=True)
         self._keys: list[pa.ChunkedArray] = []
         self.num_rows = 0

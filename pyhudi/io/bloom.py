@@ -58,7 +58,7 @@ def _key_bytes(keys: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     offsets = np.frombuffer(bufs[1], dtype=offsets_dtype)[keys.offset:keys.offset + len(keys) + 1]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     starts = offsets[:-1].astype(np.int64)
-    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
     return data, starts, lengths
 
 

@@ -14,13 +14,13 @@ from pyspark.sql import types as T
 
 from pyhudi.errors import HudiKeyError
 from pyhudi.keygen.spec import (
+    _ESCAPED,
     DEFAULT_PARTITION,
     EMPTY_KEY,
     NON_PARTITION,
     NULL_KEY,
     TIMESTAMP,
     KeyGenSpec,
-    _ESCAPED,
 )
 
 KEY_ERROR_MARKER = "[pyhudi:key]"

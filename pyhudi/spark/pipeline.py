@@ -18,9 +18,15 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY, storage_schema
+from pyhudi.io.avro_schema import (
+    FILE_NAME,
+    IS_DELETED_FIELD,
+    PARTITION_PATH,
+    RECORD_KEY,
+    storage_schema,
+    table_avro_schema,
+)
 from pyhudi.io.base_file import ParquetSettings
-from pyhudi.io.avro_schema import table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.spark.keygen import with_keys
 from pyhudi.table.table import HudiTable
@@ -219,13 +225,14 @@ class Pipeline:
         started = self._phase("plan", started)
         stats = keyed.mapInArrow(lambda it: bulk_insert_writer(it, ctx), STATS_DDL).collect()
         self._phase("write", started)
-        replaced = None
+        replaced_ids: dict[str, list[str]] | None = None
         if overwrite:
             view = self.table.file_system_view()
-            replaced = {}
+            replaced: dict[str, list[str]] = {}
             for group in view.file_groups():
                 replaced.setdefault(group.partition_path, []).append(group.file_id)
-        return [r.asDict() for r in stats], replaced
+            replaced_ids = replaced
+        return [r.asDict() for r in stats], replaced_ids
 
     def _existing_keys(self, partitions: list[str] | None) -> tuple[DataFrame | None, Any]:
         """Record keys of the latest base files in ``partitions`` (all for a global index)."""

@@ -117,14 +117,54 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         if kept is not None:
             keep = set(kept)
             slices = [s for s in slices if s.partition_path in keep]
-    files = [table.storage.uri(s.base_file.path) for s in slices if s.base_file is not None]
-    if not files:
+    bases = [s.base_file for s in slices if s.base_file is not None]
+    if not bases:
         df = spark.createDataFrame([], schema)
     else:
-        df = spark.read.schema(schema).parquet(*files)
+        df = _read_files(spark, table, bases, schema)
     if filters is not None:
         df = df.where(filters)
     return df
+
+
+def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType) -> DataFrame:
+    """Read base files natively; files written under an older schema are read apart and cast.
+
+    Spark's vectorised reader cannot widen types (an int column read as long fails), so when the
+    table schema changed across commits, each group of files sharing a commit schema is read with
+    its own schema and its columns are cast (or null-filled) to the latest schema.
+    """
+    schema_of: dict[str, str | None] = {}
+    groups: dict[str | None, list[str]] = {}
+    for b in bases:
+        if b.instant_time not in schema_of:
+            schema_of[b.instant_time] = _commit_schema(table, b.instant_time)
+        groups.setdefault(schema_of[b.instant_time], []).append(table.storage.uri(b.path))
+    latest = _commit_schema(table, None)
+    if len(groups) == 1 or set(groups) <= {latest, None}:
+        return spark.read.schema(schema).parquet(*[u for us in groups.values() for u in us])
+    parts = []
+    for key, uris in groups.items():
+        if key == latest:
+            parts.append(spark.read.schema(schema).parquet(*uris))
+            continue
+        own = spark.read.parquet(uris[0]).schema
+        df = spark.read.schema(own).parquet(*uris)
+        cols = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) if f.name in own.fieldNames()
+                else F.lit(None).cast(f.dataType).alias(f.name) for f in schema]
+        parts.append(df.select(*cols))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return out
+
+
+def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
+    writes = table.timeline.completed_writes()
+    chosen = [i for i in writes if instant_time is None or i.timestamp == instant_time]
+    if not chosen:
+        return None
+    return table.timeline.commit_metadata(chosen[-1]).schema
 
 
 def _schema(spark: SparkSession, table: HudiTable, files: list[str]) -> T.StructType | None:

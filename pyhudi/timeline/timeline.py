@@ -33,7 +33,7 @@ def read_avro_record(data: bytes, *, source: str) -> dict:
         records = list(fastavro.reader(io.BytesIO(data)))
     except Exception as exc:  # fastavro raises several unrelated types on bad input
         raise HudiCorruptFileError(f"{source} is not a readable Avro file: {exc}") from None
-    if not records:
+    if not records or not isinstance(records[0], dict):
         raise HudiCorruptFileError(f"{source} holds no Avro record")
     return records[0]
 

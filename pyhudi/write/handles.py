@@ -14,7 +14,7 @@ All work is vectorised with pyarrow compute; there is no per-row Python.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,12 +173,12 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
                       inserts=len(insert_idx), started=started)
 
 
-def _collect(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+def _collect(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     items = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(items) if items else None
 
 
-def write_buckets(batches: Iterator[pa.RecordBatch], ctx: WriteContext,
+def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
                   buckets: dict[int, WriteBucket]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of upsert/insert/delete: one file per bucket present in this task."""
     table = _collect(batches)
@@ -196,6 +196,7 @@ def write_buckets(batches: Iterator[pa.RecordBatch], ctx: WriteContext,
             continue
         bucket = buckets[int(ids[chunk[0]])]
         rows = table.take(pa.array(chunk))
+        stats: dict | None
         if bucket.kind == UPDATE:
             stats = merge_handle(storage, ctx, schema, bucket, rows, task)
         else:
@@ -213,7 +214,7 @@ class _OpenFile:
         self.started = time.monotonic()
 
 
-def bulk_insert_writer(batches: Iterator[pa.RecordBatch], ctx: WriteContext) -> Iterator[pa.RecordBatch]:
+def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of bulk_insert: rows (sorted or not) streamed into files per partition.
 
     One file id prefix per task; each new file (another partition, or a rollover past the max file

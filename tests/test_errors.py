@@ -1,0 +1,130 @@
+"""Bad input gets a clear pyhudi error before anything is written; the table stays as it was."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+from conftest import hudi_rs_rows, pyhudi_rows
+from pyspark.sql import types as T
+
+import pyhudi
+from pyhudi.config import HudiConfig
+
+SCHEMA = T.StructType([T.StructField("id", T.StringType()), T.StructField("p", T.StringType()),
+                       T.StructField("ts", T.LongType()), T.StructField("v", T.IntegerType())])
+OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts"}
+
+
+def _table(spark, tmp_path):
+    path = str(tmp_path / "t")
+    pyhudi.write(spark.createDataFrame([("a", "x", 1, 1), ("b", "y", 1, 2)], SCHEMA), path,
+                 {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"})
+    return path
+
+
+def _snapshot(path):
+    files = sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+    return files
+
+
+def test_null_record_key_is_rejected_and_table_unchanged(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    before = pyhudi_rows(spark, path)
+    bad = spark.createDataFrame([("c", "x", 2, 3), (None, "x", 2, 4)], SCHEMA)
+    for op in ("upsert", "insert", "bulk_insert"):
+        with pytest.raises(pyhudi.HudiKeyError, match="record key field 'id' is null or empty"):
+            pyhudi.write(bad, path, {**OPTS, "hoodie.datasource.write.operation": op})
+    assert pyhudi_rows(spark, path) == before
+    assert len(hudi_rs_rows(path)) == 2
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.pending() == []
+    assert len(table.timeline.completed_writes()) == 1
+
+
+def test_missing_key_field(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    before = _snapshot(path)
+    df = spark.createDataFrame([("x", 1, 1)], "p string, ts long, v int")
+    with pytest.raises(pyhudi.HudiKeyError, match="field 'id' is not in the incoming data"):
+        pyhudi.write(df, path, OPTS)
+    assert _snapshot(path) == before
+
+
+def test_missing_precombine_field(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    df = spark.createDataFrame([("a", "x", 1)], "id string, p string, v int")
+    with pytest.raises(pyhudi.HudiSchemaError, match="precombine field 'ts'"):
+        pyhudi.write(df, path, OPTS)
+
+
+def test_incompatible_schema(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    before = _snapshot(path)
+    df = spark.createDataFrame([("a", "x", 1, "text")], "id string, p string, ts long, v string")
+    with pytest.raises(pyhudi.HudiSchemaError, match="column 'v'"):
+        pyhudi.write(df, path, OPTS)
+    assert _snapshot(path) == before
+
+
+def test_missing_column_needs_an_explicit_choice(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    df = spark.createDataFrame([("c", "x", 5)], "id string, p string, ts long")
+    with pytest.raises(pyhudi.HudiSchemaError, match="lacks table column"):
+        pyhudi.write(df, path, OPTS)
+    pyhudi.write(df, path, {**OPTS, "hoodie.write.set.null.for.missing.columns": "true"})
+    rows = {r["id"]: r["v"] for r in pyhudi_rows(spark, path)}
+    assert rows == {"a": 1, "b": 2, "c": None}
+
+
+def test_added_column_and_widened_type(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    df = spark.createDataFrame([("c", "x", 5, 7, "new")], "id string, p string, ts long, v long, extra string")
+    pyhudi.write(df, path, OPTS)
+    rows = {r["id"]: (r["v"], r["extra"]) for r in pyhudi_rows(spark, path)}
+    assert rows == {"a": (1, None), "b": (2, None), "c": (7, "new")}
+    assert {r["id"] for r in hudi_rs_rows(path)} == {"a", "b", "c"}
+
+
+def test_not_a_table(spark, tmp_path):
+    with pytest.raises(pyhudi.HudiTableNotFoundError, match="not a Hudi table"):
+        pyhudi.read(spark, str(tmp_path))
+    with pytest.raises(pyhudi.HudiTableNotFoundError):
+        pyhudi.HudiTable(str(tmp_path))
+
+
+def test_table_config_conflict(spark, tmp_path):
+    path = _table(spark, tmp_path)
+    df = spark.createDataFrame([("a", "x", 1, 1)], SCHEMA)
+    with pytest.raises(pyhudi.HudiTableMismatchError, match="recordkey.field"):
+        pyhudi.write(df, path, {**OPTS, "hoodie.datasource.write.recordkey.field": "v"})
+    with pytest.raises(pyhudi.HudiTableMismatchError, match="table.type"):
+        pyhudi.write(df, path, {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})
+    with pytest.raises(pyhudi.HudiUnsupportedError, match="MERGE_ON_READ"):
+        pyhudi.write(df, str(tmp_path / "mor"), {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})
+
+
+def test_options_unknown_key_warns_and_bad_value_fails():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        HudiConfig.of({"hoodie.parquet.max.filesize": "10"})
+    assert any("hoodie.parquet.max.file.size" in str(w.message) for w in caught)
+    with pytest.raises(pyhudi.HudiConfigError, match="hoodie.parquet.max.file.size"):
+        HudiConfig.of({"hoodie.parquet.max.file.size": "big"})
+    with pytest.raises(pyhudi.HudiConfigError, match="hoodie.datasource.write.operation"):
+        HudiConfig.of({"hoodie.datasource.write.operation": "merge"})
+    cfg = HudiConfig.of({"primaryKey": "id", "preCombineField": "ts", "type": "mor"})
+    assert cfg.raw["hoodie.datasource.write.recordkey.field"] == "id"
+    assert cfg.raw["hoodie.datasource.write.precombine.field"] == "ts"
+    from pyhudi import config as C
+    assert cfg.get(C.TABLE_TYPE) == "MERGE_ON_READ"
+
+
+def test_write_without_table_name(spark, tmp_path):
+    df = spark.createDataFrame([("a", "x", 1, 1)], SCHEMA)
+    opts = {k: v for k, v in OPTS.items() if k != "hoodie.table.name"}
+    with pytest.raises(pyhudi.HudiConfigError, match="hoodie.table.name"):
+        pyhudi.write(df, str(tmp_path / "new"), opts)
+    assert not (tmp_path / "new").exists()
