@@ -106,7 +106,7 @@ def check(spark, path: str, model: dict, global_index: bool, update_partition: b
     assert sorted((r["key"], r["ts"], r["val"]) for r in theirs) == expected
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ops=st.lists(op_st, min_size=1, max_size=4), sizing=st.sampled_from(sorted(SIZING)),
        index=st.sampled_from(["SIMPLE", "GLOBAL_SIMPLE"]), update_partition=st.booleans())
 def test_random_operations_match_model(spark, tmp_path_factory, ops, sizing, index, update_partition):
