@@ -169,16 +169,7 @@ def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
 
 def _schema(spark: SparkSession, table: HudiTable, files: list[str]) -> T.StructType | None:
     """Spark's reading of the newest base file's schema (latest table schema for COW)."""
-    arrow = table.arrow_schema()
-    if arrow is None or not files:
+    newest = table.newest_base_file()
+    if newest is None or not files:
         return None
-    newest = None
-    for inst in reversed(table.timeline.completed_writes()):
-        for stat in table.timeline.commit_metadata(inst).write_stats():
-            if stat.path.endswith(".parquet") and table.storage.exists(stat.path):
-                newest = stat.path
-                break
-        if newest:
-            break
-    newest = newest or max(files, key=lambda f: f.rsplit("_", 1)[-1])
     return spark.read.parquet(table.storage.uri(newest)).schema

@@ -18,8 +18,20 @@ from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 
+class _InPartition:
+    """A data file known by its partition and name."""
+
+    partition_path: str
+    name: str
+
+    @property
+    def path(self) -> str:
+        """Path relative to the table's base path."""
+        return posixpath.join(self.partition_path, self.name) if self.partition_path else self.name
+
+
 @dataclass(frozen=True)
-class BaseFile:
+class BaseFile(_InPartition):
     partition_path: str
     file_id: str
     instant_time: str
@@ -27,13 +39,9 @@ class BaseFile:
     name: str
     size: int
 
-    @property
-    def path(self) -> str:
-        return posixpath.join(self.partition_path, self.name) if self.partition_path else self.name
-
 
 @dataclass(frozen=True)
-class LogFile:
+class LogFile(_InPartition):
     partition_path: str
     file_id: str
     base_instant: str
@@ -41,10 +49,6 @@ class LogFile:
     write_token: str | None
     name: str
     size: int
-
-    @property
-    def path(self) -> str:
-        return posixpath.join(self.partition_path, self.name) if self.partition_path else self.name
 
 
 @dataclass(frozen=True)

@@ -118,25 +118,27 @@ class HudiTable:
                 return schema
         return self.config.props.get(P.CREATE_SCHEMA)
 
-    def arrow_schema(self) -> pa.Schema | None:
-        """The schema of the newest base file (meta columns included), None for an empty table.
+    def newest_base_file(self) -> str | None:
+        """Relative path of the base file written last, None for an empty table.
 
-        Every copy-on-write commit writes whole files in the then-current schema, so the newest
-        file written carries the latest table schema in Arrow form.
+        Every copy-on-write commit writes whole files in the then-current schema, so this file
+        carries the latest table schema.
         """
-        import pyarrow.parquet as pq
-
         for inst in reversed(self.timeline.completed_writes()):
             for stat in self.timeline.commit_metadata(inst).write_stats():
                 if stat.path.endswith(".parquet") and self.storage.exists(stat.path):
-                    with self.storage.fs.open_input_file(self.storage.full(stat.path)) as f:
-                        return pq.read_schema(f)
-        view = self.file_system_view()
-        files = view.latest_base_files()
-        if not files:
+                    return stat.path
+        files = self.file_system_view().latest_base_files()
+        return max(files, key=lambda b: b.instant_time).path if files else None
+
+    def arrow_schema(self) -> pa.Schema | None:
+        """The schema of the newest base file (meta columns included), None for an empty table."""
+        import pyarrow.parquet as pq
+
+        newest = self.newest_base_file()
+        if newest is None:
             return None
-        newest = max(files, key=lambda b: b.instant_time)
-        with self.storage.fs.open_input_file(self.storage.full(newest.path)) as f:
+        with self.storage.fs.open_input_file(self.storage.full(newest)) as f:
             return pq.read_schema(f)
 
     def footer(self, rel_path: str) -> dict[str, str]:
