@@ -44,29 +44,28 @@ def test_null_record_key_is_rejected_and_table_unchanged(spark, tmp_path):
     assert len(table.timeline.completed_writes()) == 1
 
 
-def test_missing_key_field(spark, tmp_path):
+def _rejected(spark, tmp_path, ddl: str, row: tuple, error: type, match: str) -> None:
+    """Writing ``row`` raises ``error`` and leaves every file of the table as it was."""
     path = _table(spark, tmp_path)
     before = _snapshot(path)
-    df = spark.createDataFrame([("x", 1, 1)], "p string, ts long, v int")
-    with pytest.raises(pyhudi.HudiKeyError, match="field 'id' is not in the incoming data"):
-        pyhudi.write(df, path, OPTS)
+    with pytest.raises(error, match=match):
+        pyhudi.write(spark.createDataFrame([row], ddl), path, OPTS)
     assert _snapshot(path) == before
+
+
+def test_missing_key_field(spark, tmp_path):
+    _rejected(spark, tmp_path, "p string, ts long, v int", ("x", 1, 1),
+              pyhudi.HudiKeyError, "field 'id' is not in the incoming data")
 
 
 def test_missing_precombine_field(spark, tmp_path):
-    path = _table(spark, tmp_path)
-    df = spark.createDataFrame([("a", "x", 1)], "id string, p string, v int")
-    with pytest.raises(pyhudi.HudiSchemaError, match="precombine field 'ts'"):
-        pyhudi.write(df, path, OPTS)
+    _rejected(spark, tmp_path, "id string, p string, v int", ("a", "x", 1),
+              pyhudi.HudiSchemaError, "precombine field 'ts'")
 
 
 def test_incompatible_schema(spark, tmp_path):
-    path = _table(spark, tmp_path)
-    before = _snapshot(path)
-    df = spark.createDataFrame([("a", "x", 1, "text")], "id string, p string, ts long, v string")
-    with pytest.raises(pyhudi.HudiSchemaError, match="column 'v'"):
-        pyhudi.write(df, path, OPTS)
-    assert _snapshot(path) == before
+    _rejected(spark, tmp_path, "id string, p string, ts long, v string", ("a", "x", 1, "text"),
+              pyhudi.HudiSchemaError, "column 'v'")
 
 
 def test_missing_column_needs_an_explicit_choice(spark, tmp_path):

@@ -13,7 +13,7 @@ import time
 from pyhudi.io.file_names import parse_base_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, write_record
-from pyhudi.timeline.instant import COMMIT, ROLLBACK, WRITE_ACTIONS, Instant, new_instant_time
+from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 from pyhudi.write.markers import delete_markers, list_markers
 
@@ -88,5 +88,3 @@ def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = 
         done.append(rollback_instant(storage, timeline, inst, utc=utc))
     return done
 
-
-__all__ = ["COMMIT", "rollback_failed_writes", "rollback_instant"]

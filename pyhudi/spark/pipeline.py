@@ -315,23 +315,24 @@ class Pipeline:
     def plan(self, profile: dict[str, PartitionProfile]) -> Any:
         cfg = self.cfg
         view = self.table.file_system_view(partitions=sorted(profile))
-        latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in view.latest_base_files()}
+        bases = view.latest_base_files()
+        latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}
         small: dict[str, list[SmallFile]] = {}
         limit = cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
         if limit > 0 and self.table.timeline.completed_writes():
-            for b in view.latest_base_files():
+            for b in bases:
                 if b.size < limit and profile.get(b.partition_path, PartitionProfile(0, {})).inserts > 0:
                     small.setdefault(b.partition_path, []).append(
                         SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
+        threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit
         commits = []
-        for inst in reversed(self.table.timeline.completed([COMMIT])):
+        for inst in reversed(self.table.timeline.completed([COMMIT])):  # stop reading at the first big one
             meta = self.table.timeline.commit_metadata(inst)
             commits.append((meta.total("totalWriteBytes"), meta.total("numWrites")))
-            if commits[-1][0] > cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit:
+            if commits[-1][0] > threshold:
                 break
-        avg = average_record_size(
-            commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
-            threshold_bytes=cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit)
+        avg = average_record_size(commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
+                                  threshold_bytes=threshold)
         self.phases["avg_record_size"] = avg
         return assign_buckets(profile, latest, small, avg_record_size=avg,
                               max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE),

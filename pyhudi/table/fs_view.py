@@ -112,8 +112,7 @@ class FileSystemView:
         if partitions is None:
             listing: dict[str, list] = {}
             for rel, info in self.storage.walk_files(""):
-                if rel.startswith(META_FOLDER + "/") or "/." in "/" + rel.rsplit("/", 1)[0] + "/" and \
-                        rel.split("/")[0].startswith("."):
+                if rel.startswith(META_FOLDER + "/"):
                     continue
                 parent = posixpath.dirname(rel)
                 if any(part.startswith(".") for part in parent.split("/") if part):
