@@ -76,6 +76,7 @@ def test_missing_column_needs_an_explicit_choice(spark, tmp_path):
     pyhudi.write(df, path, {**OPTS, "hoodie.write.set.null.for.missing.columns": "true"})
     rows = {r["id"]: r["v"] for r in pyhudi_rows(spark, path)}
     assert rows == {"a": 1, "b": 2, "c": None}
+    assert {r["id"]: r["v"] for r in hudi_rs_rows(path)} == rows
 
 
 def test_added_column_and_widened_type(spark, tmp_path):

@@ -42,6 +42,7 @@ def test_nonpartitioned_and_timestamp_keygens(spark, tmp_path):
     rows = pyhudi_rows(spark, p1)
     assert {r["_hoodie_partition_path"] for r in rows} == {""}
     assert {r["_hoodie_record_key"] for r in rows} == {"1", "2"}
+    assert {r["_hoodie_record_key"] for r in hudi_rs_rows(p1)} == {"1", "2"}
     p2 = str(tmp_path / "ts")
     pyhudi.write(df, p2, {
         "hoodie.table.name": "ts", "hoodie.datasource.write.recordkey.field": "id",
@@ -75,6 +76,7 @@ def test_cli_shows_commits_and_file_groups(spark, tmp_path, capsys):
     df = spark.createDataFrame([(1, "a", "x", 1), (2, "b", "y", 1)], SCHEMA)
     res = pyhudi.write(df, path, {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
                                   "hoodie.datasource.write.partitionpath.field": "city"})
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == [1, 2]
     assert cli_main(["show", "commits", "--path", path]) == 0
     out = capsys.readouterr().out
     assert res.instant_time in out and "UPSERT" in out

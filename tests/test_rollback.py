@@ -73,6 +73,7 @@ def test_commit_metadata_is_hudi_shaped(spark, tmp_path):
     assert stat["path"].startswith("x/") and stat["prevCommit"] == "null" and stat["numInserts"] == 1
     schema = json.loads(doc["extraMetadata"]["schema"])
     assert schema["name"] == "t_record" and schema["namespace"] == "hoodie.t"
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "b"]
     props = pyhudi.HudiTable(path).properties
     assert props["hoodie.table.version"] == "6" and props["hoodie.timeline.layout.version"] == "1"
     assert os.path.exists(os.path.join(path, "x", ".hoodie_partition_metadata"))
