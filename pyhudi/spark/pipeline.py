@@ -7,6 +7,7 @@ three Spark jobs: affected partitions, the workload profile of the tagged record
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,8 +131,15 @@ class Pipeline:
             keep_larger_ordering=cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO))
 
-    def prepare(self, data: DataFrame, operation: str) -> DataFrame:
-        """Incoming rows with record key, partition path and delete flag; de-duplicated."""
+    def combines(self, operation: str) -> bool:
+        """Whether incoming duplicates are combined (``hoodie.combine.before.*``)."""
+        combine = {"upsert": C.COMBINE_BEFORE_UPSERT, "delete": C.COMBINE_BEFORE_DELETE}.get(
+            operation, C.COMBINE_BEFORE_INSERT)
+        return bool(self.cfg.get(combine) or (operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES)))
+
+    def prepare(self, data: DataFrame, operation: str, *, combine_in_spark: bool = True) -> DataFrame:
+        """Incoming rows with record key, partition path and delete flag; de-duplicated in Spark
+        unless ``combine_in_spark`` is false (the write handles then combine per bucket)."""
         keyed = with_keys(data, self.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH)
         if operation == "delete":
             flag: Column = F.lit(True)
@@ -140,9 +148,7 @@ class Pipeline:
         else:
             flag = F.lit(False)
         keyed = keyed.withColumn(IS_DELETE, flag)
-        combine = {"upsert": C.COMBINE_BEFORE_UPSERT, "delete": C.COMBINE_BEFORE_DELETE}.get(
-            operation, C.COMBINE_BEFORE_INSERT)
-        if self.cfg.get(combine) or (operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES)):
+        if combine_in_spark and self.combines(operation):
             keyed = self.deduplicate(keyed, operation)
         return keyed
 
@@ -250,7 +256,12 @@ class Pipeline:
     def tagged_write(self, data: DataFrame, operation: str, ctx: WriteContext) -> list[dict]:
         self._spark = data.sparkSession
         started = time.monotonic()
-        keyed = self.prepare(data, operation)
+        # without a global index, duplicates of a key land in one bucket: the handles combine them,
+        # which saves the shuffle of a separate de-duplication
+        in_handles = not self.is_global and self.combines(operation)
+        if in_handles:
+            ctx = dataclasses.replace(ctx, combine_in_handles=True)
+        keyed = self.prepare(data, operation, combine_in_spark=not in_handles)
         needs_index = operation in ("upsert", "delete") or (
             operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES))
         if needs_index:
@@ -262,7 +273,8 @@ class Pipeline:
             tagged = self.tag(keyed, existing)
         else:
             tagged = keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
-        tagged = tagged.where(~(F.col(IS_DELETE) & F.col(FILE_ID).isNull()))
+        if not in_handles:  # a delete of an unknown key may still beat an insert of that key in a handle
+            tagged = tagged.where(~(F.col(IS_DELETE) & F.col(FILE_ID).isNull()))
         if operation == "delete":
             tagged = tagged.where(F.col(FILE_ID).isNotNull())
         if operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES):

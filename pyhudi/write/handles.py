@@ -173,6 +173,26 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
                       inserts=len(insert_idx), started=started)
 
 
+def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
+    """One row per record key: the one with the largest ordering value (Hudi's preCombine).
+
+    Rows whose ordering value is null lose to any non-null one; among equal values one is kept.
+    """
+    keys = rows.column(RECORD_KEY)
+    if rows.num_rows < 2 or pc.count_distinct(keys).as_py() == rows.num_rows:
+        return rows
+    sort_keys = [(RECORD_KEY, "ascending")]
+    if ordering_field and ordering_field in rows.column_names:
+        sort_keys.append((ordering_field, "descending"))
+    order = pc.sort_indices(rows, sort_keys=sort_keys, null_placement="at_end")
+    ordered = pc.take(keys, order).combine_chunks()
+    first = np.ones(len(ordered), dtype=bool)
+    if len(ordered) > 1:
+        first[1:] = pc.not_equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)).to_numpy(
+            zero_copy_only=False)
+    return rows.take(order.filter(pa.array(first)))
+
+
 def _collect(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     items = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(items) if items else None
@@ -196,6 +216,8 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
             continue
         bucket = buckets[int(ids[chunk[0]])]
         rows = table.take(pa.array(chunk))
+        if ctx.combine_in_handles:
+            rows = combine(rows, ctx.precombine_field)
         stats: dict | None
         if bucket.kind == UPDATE:
             stats = merge_handle(storage, ctx, schema, bucket, rows, task)

@@ -51,6 +51,9 @@ class WriteContext:
     keep_larger_ordering: bool  # DefaultHoodieRecordPayload: the stored record wins if larger
     max_file_size: int
     compression_ratio: float
+    # de-duplicate incoming rows per bucket in the executor instead of in a separate Spark shuffle:
+    # duplicates of a key always share a bucket when the index is not global
+    combine_in_handles: bool = False
 
 
 @dataclass
