@@ -12,10 +12,12 @@ Reads only table metadata and file listings (no Spark).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
 from pyhudi.errors import HudiError
+from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.table.table import HudiTable
 
 
@@ -67,7 +69,23 @@ def show_commit(table: HudiTable, instant: str) -> str:
     if meta.partition_to_replace_file_ids:
         replaced = sum(len(v) for v in meta.partition_to_replace_file_ids.values())
         body += f"\nreplaced file groups: {replaced}"
+    index = meta.extra_metadata.get(INDEX_STATS_KEY)
+    if index:
+        body += "\n" + index_text(json.loads(index))
     return head + body
+
+
+def index_text(stats: dict) -> str:
+    """The index lookup of a write, in the order a user tunes it: files, pruning, bloom, keys."""
+    labels = [("index_type", "index"), ("partitions", "partitions looked up"),
+              ("files_in_partitions", "files in those partitions"),
+              ("files_after_range_pruning", "files after range pruning"),
+              ("files_after_bloom", "files after bloom filter check"), ("keys_checked", "keys checked"),
+              ("bloom_positives", "bloom positives"), ("false_positives", "false positives"),
+              ("keys_matched", "keys matched")]
+    rows = [[label, str(stats[k])] for k, label in labels if k in stats]
+    rows += [[f"time {k.removesuffix('_s')} (s)", str(v)] for k, v in stats.get("phases", {}).items()]
+    return table_text(["Index", "Value"], rows)
 
 
 def show_file_groups(table: HudiTable, partition: str | None) -> str:

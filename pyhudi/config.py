@@ -280,13 +280,42 @@ ALLOW_COLUMN_DROP = option(
 # ---------------------------------------------------------------------------------------------
 INDEX_TYPE = option(
     "hoodie.index.type", "SIMPLE",
-    "How upserts find existing records: SIMPLE or GLOBAL_SIMPLE (BLOOM, GLOBAL_BLOOM, BUCKET to come).",
+    "How upserts find existing records: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET.",
     choice("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "INMEMORY", "HBASE",
            "RECORD_INDEX", "FLINK_STATE"))
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = option(
     "hoodie.simple.index.update.partition.path", True,
     "GLOBAL_SIMPLE: a record whose partition changed moves (delete + insert); false updates it in place.",
     parse_bool)
+
+BLOOM_PRUNE_BY_RANGES = option(
+    "hoodie.bloom.index.prune.by.ranges", True,
+    "BLOOM: check a key only against files whose footer key range (min/max record key) holds it.", parse_bool)
+BLOOM_USE_TREE_FILTER = option(
+    "hoodie.bloom.index.use.treebased.filter", True,
+    "BLOOM: look key ranges up in a sorted structure instead of a list. pyhudi always uses a sorted-range "
+    "lookup (binary search of each file's range over the sorted incoming keys), so both values behave alike.",
+    parse_bool)
+BLOOM_INDEX_PARALLELISM = option(
+    "hoodie.bloom.index.parallelism", 0,
+    "BLOOM: Spark partitions of the per-file bloom check; 0 derives it from the number of candidate files.",
+    parse_non_negative_int)
+BLOOM_UPDATE_PARTITION_PATH = option(
+    "hoodie.bloom.index.update.partition.path", True,
+    "GLOBAL_BLOOM: a record whose partition changed moves (delete + insert); false updates it in place.",
+    parse_bool)
+BUCKET_NUM_BUCKETS = option(
+    "hoodie.bucket.index.num.buckets", 256,
+    "BUCKET: number of buckets (file groups) in every partition; fixed for the life of the table.",
+    parse_positive_int)
+BUCKET_HASH_FIELD = option(
+    "hoodie.bucket.index.hash.field", None,
+    "BUCKET: the record-key fields hashed to choose a bucket; defaults to the record key fields.",
+    parse_fields)
+BUCKET_ENGINE = option(
+    "hoodie.index.bucket.engine", "SIMPLE",
+    "BUCKET: SIMPLE (a fixed number of buckets) or CONSISTENT_HASHING (not supported by pyhudi).",
+    choice("SIMPLE", "CONSISTENT_HASHING"))
 
 # ---------------------------------------------------------------------------------------------
 # Storage: file sizing and parquet

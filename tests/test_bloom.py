@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -95,3 +99,84 @@ def test_dynamic_rows_grow_then_round_robin():
     assert bloom.might_contain([f"k{i}" for i in range(60)]).all()
     again = BloomFilter.deserialize(bloom.serialize(), DYNAMIC_V0)
     assert again.might_contain([f"k{i}" for i in range(60)]).all()
+
+
+# -- byte-for-byte regression against the original (per-key-gather, int64 ``fmod``) implementation --------------
+# The expected digests below were computed with that implementation before hashing was reorganised for speed
+# (regrouping by length, uint32 positions, short-circuit probing, packed rows); any change to them means pyhudi
+# writes bloom filters Java Hudi would read differently.
+
+_ALPHABET = "abcXYZ019_-:/ .éüßключ中文😀\x7f"
+
+
+def _regression_keys(kind: str, seed: int, n: int) -> list[str | bytes]:
+    """Deterministic keys from sha512: ASCII of 1..40 bytes, non-ASCII text, or raw bytes (many >= 0x80)."""
+    out: list[str | bytes] = []
+    for i in range(n):
+        d = hashlib.sha512(f"{kind}{seed}:{i}".encode()).digest()
+        if kind == "ascii":
+            out.append("".join(chr(33 + b % 94) for b in d[1:2 + d[0] % 40]))
+        elif kind == "unicode":
+            out.append("".join(_ALPHABET[b % len(_ALPHABET)] for b in d[1:2 + d[0] % 20]))
+        else:
+            out.append(d[1:2 + d[0] % 40])
+    return out
+
+
+def _regression_digests() -> dict[str, str]:
+    a, u = _regression_keys("ascii", 1, 3000), _regression_keys("unicode", 2, 3000)
+    raw = pa.array(_regression_keys("binary", 3, 3000), pa.binary())
+    mixed = [k for pair in zip(a, u) for k in pair]
+    out: dict[str, str] = {}
+    positions, probes = hashlib.sha256(), hashlib.sha256()
+    for keys in (pa.array(a), pa.array(u), raw, pa.array(mixed, pa.large_string()).slice(17, 4000)):
+        for nb, vs in [(1, 7), (5, 1000003), (30, 2587966), (4, 2**31 + 11)]:
+            positions.update(hash_positions(keys, nb, vs).tobytes())
+    out["positions"] = positions.hexdigest()
+    probe = pa.array(a[:1500] + _regression_keys("ascii", 9, 1500) + u[:500] + _regression_keys("unicode", 8, 500))
+    cases: dict[str, tuple[dict, list]] = {
+        "simple-default": ({"filter_type": SIMPLE}, [mixed[:2000]]),
+        "simple-small": ({"num_entries": 1000, "fpp": 0.01, "filter_type": SIMPLE}, [a, u, raw]),
+        "dynamic-default": ({"filter_type": DYNAMIC_V0}, [mixed[:1000]]),
+        # 5 rows filled 100 keys at a time, then round-robin; batches straddle the row boundaries
+        "dynamic-rows": ({"num_entries": 100, "fpp": 0.001, "filter_type": DYNAMIC_V0, "max_entries": 450},
+                         [a[:7], a[7:100], a[100:550], a[550:551], a[551:], u]),
+        "dynamic-exact": ({"num_entries": 50, "fpp": 0.01, "filter_type": DYNAMIC_V0, "max_entries": 200},
+                          [a[:200], a[200:201], a[201:202], a[202:1000]]),
+        "dynamic-one-row": ({"num_entries": 1000, "fpp": 1e-6, "filter_type": DYNAMIC_V0, "max_entries": 500},
+                            [u[:999], u[999:2500]]),
+        # 20 rows (three bit planes when probing), about two thirds full
+        "dynamic-20-rows": ({"num_entries": 20, "fpp": 0.01, "filter_type": DYNAMIC_V0, "max_entries": 390},
+                            [u[:150], u[150:450], raw[:150]]),
+    }
+    for name, (kwargs, batches) in cases.items():
+        bloom = BloomFilter(**kwargs)
+        for batch in batches:
+            bloom.add_keys(batch)
+        data = bloom.to_bytes()
+        assert base64.b64decode(bloom.serialize()) == data
+        out[name] = hashlib.sha256(data).hexdigest()
+        again = BloomFilter.deserialize(bloom.serialize(), kwargs["filter_type"])
+        assert again.to_bytes() == data
+        for which in (bloom, again):
+            for size in (len(probe), 40):  # many probes pack dynamic rows into bit planes, few do not
+                probes.update(np.packbits(which.might_contain(probe[:size])).tobytes())
+    out["probes"] = probes.hexdigest()
+    return out
+
+
+_REGRESSION_SHA256 = {  # computed with the original implementation
+    "dynamic-20-rows": "fad5e43cab42acc349f91ae879084fc9b5a19ef00c02ae5a2a52d312195d729c",
+    "dynamic-default": "32573a56a112ec1bad89c895b94c150446be29a441b742127039f757b98b0714",
+    "dynamic-exact": "57e062d359d46c5ef5244265121678edfd0a2385be4443c435355f32ed5aab78",
+    "dynamic-one-row": "548cceac8896f43b1977e67390522eeaa237025a4222899c52c5174dd16a2de5",
+    "dynamic-rows": "a985749316c4526b1a667026c57cb2d19b1a7771aaafad75d760053985fab501",
+    "positions": "5a137307194700f7ad2d9dc296ae8cfe33aa7c521238685ba0537f6d72c4fc70",
+    "probes": "1e167c617a9cff12766e3b38f31565415d174e3f80dbf2a086aefc84df0aa7ce",
+    "simple-default": "b58a39fdc6b980044f39802e661d9005a01ca424f792a6a3cd0154000cc4cebb",
+    "simple-small": "991095a83957ff9417bc3c836ab24960093b91d2f94022a7da17b88d6d5e7ca0",
+}
+
+
+def test_regression_bytes_and_probes_unchanged():
+    assert _regression_digests() == _REGRESSION_SHA256

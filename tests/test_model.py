@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from conftest import hudi_rs_rows, pyhudi_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -106,16 +107,23 @@ def check(spark, path: str, model: dict, global_index: bool, update_partition: b
     assert sorted((r["key"], r["ts"], r["val"]) for r in theirs) == expected
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+INDEXES = ["SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET"]
+
+
+# derandomized: every index type gets the very same sequences, so they must all build the same table
+@pytest.mark.parametrize("index", INDEXES)
+@settings(max_examples=7, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(ops=st.lists(op_st, min_size=1, max_size=4), sizing=st.sampled_from(sorted(SIZING)),
-       index=st.sampled_from(["SIMPLE", "GLOBAL_SIMPLE"]), update_partition=st.booleans())
-def test_random_operations_match_model(spark, tmp_path_factory, ops, sizing, index, update_partition):
+       update_partition=st.booleans())
+def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizing, update_partition):
     path = str(tmp_path_factory.mktemp("model") / "t")
-    global_index = index == "GLOBAL_SIMPLE"
+    global_index = index.startswith("GLOBAL_")
     options = {
         "hoodie.table.name": "model", "hoodie.datasource.write.recordkey.field": "key",
         "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
         "hoodie.index.type": index, "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
+        "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
+        "hoodie.bucket.index.num.buckets": "3",
         **SIZING[sizing],
     }
     model: dict = {}

@@ -5,8 +5,18 @@ rule files out without reading them. The bytes must match Hudi's exactly (Java `
 big-endian headers, an LSB-first bit vector, Hadoop's MurmurHash variant chained ``nbHash`` times),
 or Java and pyhudi would disagree about which keys a file may hold.
 
-Hashing is done for all keys of one byte length at once: the per-word mixing of MurmurHash does not
-depend on the seed, so it is computed once per key and reused for every chained hash.
+Every write builds a filter over up to a million keys and every index lookup probes one, so the
+hashing is laid out for numpy rather than transcribed:
+
+* keys are regrouped (one ``take``) so all keys of one byte length are consecutive; a chunk of them
+  is then a zero-copy ``(keys, length)`` byte matrix, and one vector op serves the whole chunk;
+* the per-word mixing of MurmurHash does not depend on the seed, so it is done once per key and
+  stored as ``(words, keys)``: each chained hash then reads contiguous rows;
+* the chain runs in place on uint32 buffers of a chunk small enough to stay in cache, and the
+  position ``Math.abs(h % vectorSize)`` is computed as ``|h| mod vectorSize`` in uint32, where
+  numpy divides by a scalar with SIMD (an int64 ``fmod`` is ten times slower);
+* probing checks hash by hash and drops keys as soon as every row has missed them, so an absent
+  key usually costs a couple of hashes instead of ``nbHash``.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +37,13 @@ SIMPLE = "SIMPLE"
 DYNAMIC_V0 = "DYNAMIC_V0"
 MURMUR = 1
 _M = np.uint32(0x5BD1E995)
+_R13, _R15, _R24 = np.uint32(13), np.uint32(15), np.uint32(24)
+# Keys hashed together. Small enough that a chunk's words and hash buffers stay in L2 next to the
+# bit vector they index, large enough that numpy's per-call overhead is noise.
 _CHUNK = 32768
+# While probing, a chunk's dead keys are dropped once fewer than this share of them is still alive:
+# compacting costs about one hash of work, so it only pays once many keys stop needing hashes.
+_COMPACT = 0.75
 
 
 def optimal_size(num_entries: int, fpp: float) -> tuple[int, int]:
@@ -65,52 +81,175 @@ def _key_bytes(keys: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def hash_positions(keys: pa.Array | Sequence[str], num_hashes: int, vector_size: int) -> np.ndarray:
     """Bit positions ``(n, num_hashes)`` of every key, as ``HashFunction.hash`` computes them."""
     arr = _as_binary(keys)
-    n = len(arr)
-    out = np.empty((n, num_hashes), dtype=np.int64)
-    if n == 0:
-        return out
-    data, starts, lengths = _key_bytes(arr)
-    for length in np.unique(lengths):
-        idx = np.nonzero(lengths == length)[0]
-        for lo in range(0, len(idx), _CHUNK):
-            part = idx[lo:lo + _CHUNK]
-            out[part] = _positions_fixed_length(data, starts[part], int(length), num_hashes, vector_size)
-    return out
-
-
-def _positions_fixed_length(data: np.ndarray, starts: np.ndarray, length: int,
-                            num_hashes: int, vector_size: int) -> np.ndarray:
-    if length == 0:
-        raise ValueError("bloom filter keys must not be empty")
-    gather = starts[:, None] + np.arange(length, dtype=np.int64)[None, :]
-    mat = data[gather]  # (n, length) uint8
-    words = length // 4
-    with np.errstate(over="ignore"):
-        if words:
-            k = np.ascontiguousarray(mat[:, :words * 4]).view("<u4").astype(np.uint32)
-            k = k * _M
-            k ^= k >> np.uint32(24)
-            k = k * _M
-        left = length - words * 4
-        tail = np.zeros(len(starts), dtype=np.uint32)
-        if left:
-            signed = mat[:, words * 4:].view(np.int8).astype(np.int32)  # Java bytes are signed
-            for j in range(left):  # byte len-left+j is shifted by 8 * (left - 1 - j)
-                tail ^= (signed[:, j] << (8 * (left - 1 - j))).astype(np.uint32)
-        h = np.zeros(len(starts), dtype=np.uint32)
-        out = np.empty((len(starts), num_hashes), dtype=np.int64)
-        seed_xor = np.uint32(length)
+    out = np.empty((len(arr), num_hashes), dtype=np.int64)
+    groups = _group_keys(arr)
+    divisor = abs(vector_size)
+    for lo, _, mat in groups.chunks():
+        chain = _Chain(mat)
+        pos = np.empty((num_hashes, len(mat)), dtype=np.uint32)
         for i in range(num_hashes):
-            h = h ^ seed_xor
-            for j in range(words):
-                h = (h * _M) ^ k[:, j]
-            if left:
-                h = (h ^ tail) * _M
-            h ^= h >> np.uint32(13)
-            h = h * _M
-            h ^= h >> np.uint32(15)
-            out[:, i] = np.abs(np.fmod(h.view(np.int32).astype(np.int64), vector_size))
+            chain.advance()
+            chain.positions(divisor, pos[i])
+        out[groups.index(np.arange(len(mat)), lo)] = pos.T
     return out
+
+
+@dataclass
+class _Groups:
+    """Keys laid out so each group (one byte length, one dynamic row) is consecutive in ``data``.
+
+    Arrow stores a binary array's bytes back to back, so consecutive keys of one length are a
+    ``(keys, length)`` matrix: a plain reshape, where gathering bytes per key would cost more than
+    the hashing itself.
+    """
+
+    data: np.ndarray
+    starts: np.ndarray
+    order: np.ndarray | None  # input index of each laid-out key; None when the input order was kept
+    bounds: list[tuple[int, int, int, int]]  # (first, end, byte length, row) of each group
+
+    def chunks(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(first key, row, ``(keys, length)`` uint8 matrix) per chunk of at most ``_CHUNK`` keys."""
+        for first, end, length, row in self.bounds:
+            for lo in range(first, end, _CHUNK):
+                hi = min(lo + _CHUNK, end)
+                s0 = int(self.starts[lo])
+                yield lo, row, self.data[s0:s0 + (hi - lo) * length].reshape(hi - lo, length)
+
+    def index(self, local: np.ndarray, lo: int) -> np.ndarray:
+        """Input indices of the laid-out keys ``lo + local``."""
+        return lo + local if self.order is None else self.order[lo + local]
+
+
+def _group_keys(arr: pa.Array, rows: np.ndarray | None = None) -> _Groups:
+    """Group keys by byte length (and by ``rows``, the dynamic row each key goes to)."""
+    data, starts, lengths = _key_bytes(arr)
+    n = len(lengths)
+    if n == 0:
+        return _Groups(data, starts, None, [])
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    if shortest == 0:
+        raise ValueError("bloom filter keys must not be empty")
+    if shortest == longest and (rows is None or rows.min() == rows.max()):
+        return _Groups(data, starts, None, [(0, n, longest, 0 if rows is None else int(rows[0]))])
+    key = lengths if rows is None else rows * (longest + 1) + lengths
+    # a stable sort of 16-bit integers is a radix sort: a few ms for a million keys
+    key = key.astype(np.uint16) if int(key.max()) < 1 << 16 else key
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    data, starts, lengths = _key_bytes(pc.take(arr, order))
+    edges = [0, *(np.flatnonzero(key[1:] != key[:-1]) + 1).tolist(), n]
+    bounds = [(a, b, int(lengths[a]), 0 if rows is None else int(rows[order[a]])) for a, b in zip(edges, edges[1:])]
+    return _Groups(data, starts, order, bounds)
+
+
+class _Chain:
+    """Hadoop's MurmurHash chained over a chunk of equal-length keys, one hash per :meth:`advance`.
+
+    ``HashFunction.hash`` feeds each hash back as the seed of the next, so hashes are computed in
+    sequence; every step runs in place on preallocated uint32 buffers, which wrap exactly like
+    Java's ``int`` arithmetic.
+    """
+
+    def __init__(self, mat: np.ndarray) -> None:
+        m, length = mat.shape
+        nwords = length // 4
+        words = np.ascontiguousarray(mat[:, :4 * nwords]).view("<u4")
+        # (words, keys), native order: the chain reads one contiguous row per word
+        k = words.T.astype(np.uint32, order="C")
+        if nwords:  # the seed-independent half of the per-word mixing, done once per key
+            tmp = np.empty_like(k)
+            k *= _M
+            np.right_shift(k, _R24, out=tmp)
+            k ^= tmp
+            k *= _M
+        self.words = k
+        self.tail: np.ndarray | None = None
+        left = length - 4 * nwords
+        if left:  # Java bytes are signed: each tail byte is sign-extended before it is shifted in
+            signed = mat[:, 4 * nwords:].view(np.int8)
+            tail = np.zeros(m, dtype=np.uint32)
+            for j in range(left):  # byte len-left+j is shifted by 8 * (left - 1 - j)
+                tail ^= signed[:, j].astype(np.int32).view(np.uint32) << np.uint32(8 * (left - 1 - j))
+            self.tail = tail
+        self.length = np.uint32(length & 0xFFFFFFFF)
+        self.h = np.zeros(m, dtype=np.uint32)  # the chain starts from seed 0
+        self.tmp = np.empty(m, dtype=np.uint32)
+
+    def advance(self) -> None:
+        """Replace ``h`` by ``murmur(key, seed=h)``."""
+        h, tmp = self.h, self.tmp
+        h ^= self.length
+        for kj in self.words:
+            h *= _M
+            h ^= kj
+        if self.tail is not None:
+            h ^= self.tail
+            h *= _M
+        np.right_shift(h, _R13, out=tmp)
+        h ^= tmp
+        h *= _M
+        np.right_shift(h, _R15, out=tmp)
+        h ^= tmp
+
+    def positions(self, divisor: int, out: np.ndarray) -> None:
+        """Write ``Math.abs(h % divisor)`` of the current hashes into ``out`` (uint32).
+
+        That equals ``|h| mod divisor``; ``|h|`` fits uint32 even for ``Integer.MIN_VALUE`` (2**31),
+        and a uint32 division by a scalar is vectorised where an int64 ``fmod`` is not.
+        """
+        np.abs(self.h.view(np.int32), out=out.view(np.int32))
+        if divisor > 1 << 31:  # |h| <= 2**31 < divisor: the remainder is |h| itself
+            return
+        if divisor == 0:  # numpy's fmod by zero gave 0 (Java would throw)
+            out[:] = 0
+            return
+        d = np.uint32(divisor)
+        np.floor_divide(out, d, out=self.tmp)
+        self.tmp *= d
+        out -= self.tmp
+
+    def keep(self, sel: np.ndarray) -> None:
+        """Keep only the keys at ``sel`` (their words, tail and hash so far)."""
+        self.words = self.words[:, sel]
+        if self.tail is not None:
+            self.tail = self.tail[sel]
+        self.h = self.h[sel]
+        self.tmp = np.empty(len(sel), dtype=np.uint32)
+
+
+def _probe(chain: _Chain, planes: list[np.ndarray], masks: list[int], num_hashes: int,
+           divisor: int) -> np.ndarray:
+    """Chunk-local indices of the keys whose every hash is set in at least one row.
+
+    ``planes`` are byte vectors whose bits are rows (see :meth:`BloomFilter._planes`) and ``masks``
+    the bits each one holds. A key is dropped as soon as every row has missed one of its hashes:
+    against a filter that is not full, an absent key is usually out after a couple of hashes.
+    """
+    m = len(chain.h)
+    local = np.arange(m)
+    live = np.empty((len(planes), m), dtype=np.uint8)  # per plane: the rows still holding every hash
+    live[:] = np.array(masks, dtype=np.uint8)[:, None]
+    pos = np.empty(m, dtype=np.uint32)
+    got = np.empty(m, dtype=np.uint8)
+    alive = live.any(axis=0)
+    for i in range(num_hashes):
+        chain.advance()
+        chain.positions(divisor, pos)
+        for p, plane in enumerate(planes):
+            np.take(plane, pos, out=got)
+            live[p] &= got
+        alive = live[0] if len(planes) == 1 else live.any(axis=0)
+        count = int(np.count_nonzero(alive))
+        if count == 0:
+            return local[:0]
+        if count < _COMPACT * len(local) and i + 1 < num_hashes:
+            sel = np.flatnonzero(alive)
+            chain.keep(sel)
+            local, live = local[sel], live[:, sel]
+            pos, got = pos[:count], got[:count]
+            alive = live[0] if len(planes) == 1 else live.any(axis=0)
+    return local[np.flatnonzero(alive)]
 
 
 @dataclass
@@ -155,30 +294,65 @@ class BloomFilter:
         return rows
 
     def add_keys(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> None:
+        """Add keys in order (the order decides a dynamic filter's rows); empty or null keys raise."""
         arr = _as_binary(keys)
         n = len(arr)
         if n == 0:
             return
-        positions = hash_positions(arr, self.num_hashes, self.vector_size)
-        if self.filter_type == SIMPLE:
-            self.rows[0].bits[positions.ravel()] = True
-            self.count += n
-            return
-        rows = self._row_of(np.arange(self.count, self.count + n, dtype=np.int64))
-        for r in np.unique(rows):
-            while len(self.rows) <= r:
+        rows = None
+        if self.filter_type != SIMPLE:
+            rows = self._row_of(np.arange(self.count, self.count + n, dtype=np.int64))
+        groups = _group_keys(arr, rows)  # raises on empty keys before anything is set
+        if rows is not None:
+            while len(self.rows) <= int(rows.max()):
                 self.rows.append(_Row(np.zeros(self.vector_size, dtype=bool)))
-            self.rows[int(r)].bits[positions[rows == r].ravel()] = True
+        divisor = abs(self.vector_size)
+        pos = np.empty((self.num_hashes, min(n, _CHUNK)), dtype=np.uint32)
+        for _, row, mat in groups.chunks():  # every chunk goes to a single row
+            chain = _Chain(mat)
+            block = pos[:, :len(mat)]
+            for i in range(self.num_hashes):
+                chain.advance()
+                chain.positions(divisor, block[i])
+            self.rows[row].bits[block] = True
         self.count += n
 
     # -- membership ------------------------------------------------------------------------------
     def might_contain(self, keys: pa.Array | pa.ChunkedArray | Sequence[str]) -> np.ndarray:
         """A bool per key: False means certainly absent."""
-        positions = hash_positions(keys, self.num_hashes, self.vector_size)
-        result = np.zeros(len(positions), dtype=bool)
-        for row in self.rows:
-            result |= row.bits[positions].all(axis=1)
+        arr = _as_binary(keys)
+        result = np.zeros(len(arr), dtype=bool)
+        groups = _group_keys(arr)
+        if not self.rows:  # a dynamic footer may declare no rows at all
+            return result
+        planes, masks = self._planes(len(arr))
+        divisor = abs(self.vector_size)
+        for lo, _, mat in groups.chunks():
+            result[groups.index(_probe(_Chain(mat), planes, masks, self.num_hashes, divisor), lo)] = True
         return result
+
+    def _planes(self, num_keys: int) -> tuple[list[np.ndarray], list[int]]:
+        """Byte vectors to probe, each holding up to 8 rows as bits, and the bits each one holds.
+
+        A bool row is already a byte vector holding one row in bit 0. With several rows, packing
+        them 8 to a vector lets one gather check a hash against all of them; it costs a pass per
+        row over the vector, so it is done only when the probe does more gathers than that.
+        """
+        views = [row.bits.view(np.uint8) for row in self.rows]
+        if (len(views) == 1 or num_keys * self.num_hashes < len(views) * self.vector_size
+                or len({len(v) for v in views}) > 1):
+            return views, [1] * len(views)
+        planes, masks = [], []
+        shifted = np.empty_like(views[0])
+        for first in range(0, len(views), 8):
+            group = views[first:first + 8]
+            plane = group[0].copy()
+            for bit, view in enumerate(group[1:], 1):
+                np.left_shift(view, np.uint8(bit), out=shifted)
+                plane |= shifted
+            planes.append(plane)
+            masks.append((1 << len(group)) - 1)
+        return planes, masks
 
     # -- serialisation -------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

@@ -8,6 +8,7 @@ three Spark jobs: affected partitions, the workload profile of the tagged record
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,8 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.index.bucket import bucket_file_groups, bucket_file_id_prefix
 from pyhudi.io.avro_schema import (
-    FILE_NAME,
     IS_DELETED_FIELD,
     PARTITION_PATH,
     RECORD_KEY,
@@ -29,6 +30,17 @@ from pyhudi.io.avro_schema import (
 )
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.spark.index import (
+    EXISTING_PP,
+    EXISTING_RK,
+    HASH_BUCKET,
+    INDEX_STATS_KEY,
+    IndexStats,
+    Lookup,
+    bloom_lookup,
+    simple_lookup,
+    with_hash_bucket,
+)
 from pyhudi.spark.keygen import with_keys
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT
@@ -38,15 +50,15 @@ from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import bulk_insert_writer, write_buckets
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.plan import (
+    INSERT,
+    UPDATE,
+    BucketPlan,
     PartitionProfile,
     SmallFile,
     WriteContext,
     assign_buckets,
     average_record_size,
 )
-
-_EXISTING_PP = "_pyhudi_existing_partition"
-_EXISTING_RK = "_pyhudi_existing_key"
 
 
 def spark_hash_int(value: int, seed: int = 42) -> int:
@@ -96,6 +108,7 @@ class Pipeline:
     ordering_field: str | None
     is_deleted_column: bool
     phases: dict[str, float] = field(default_factory=dict)
+    index_stats: IndexStats | None = None
     _cached: list[DataFrame] = field(default_factory=list)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -186,18 +199,25 @@ class Pipeline:
             timeline.create_requested(self.instant, action)
         try:
             ctx = self.context()
-            if operation == "bulk_insert" or overwrite:
+            if (operation == "bulk_insert" and self.cfg.get(C.INDEX_TYPE) != "BUCKET") or overwrite:
                 rows, replaced = self.bulk_insert(data, operation, ctx, overwrite)
+            elif self.cfg.get(C.INDEX_TYPE) == "BUCKET":
+                rows, replaced = self.bucket_write(data, operation, ctx), None
             else:
                 rows, replaced = self.tagged_write(data, operation, ctx), None
             op_type = "INSERT_OVERWRITE_TABLE" if overwrite else {
                 "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
+            if self.index_stats is not None:
+                meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()
             timeline.complete(self.instant, action, meta.to_json().encode("utf-8"))
             delete_markers(table.storage, self.instant)
             self._phase("commit", started)
-            return meta, dict(self.phases)
+            result: dict[str, Any] = dict(self.phases)
+            if self.index_stats is not None:
+                result["index"] = self.index_stats.to_dict()
+            return meta, result
         finally:
             for df in self._cached:
                 df.unpersist()
@@ -240,19 +260,6 @@ class Pipeline:
             replaced_ids = replaced
         return [r.asDict() for r in stats], replaced_ids
 
-    def _existing_keys(self, partitions: list[str] | None) -> tuple[DataFrame | None, Any]:
-        """Record keys of the latest base files in ``partitions`` (all for a global index)."""
-        view = self.table.file_system_view(partitions=partitions)
-        files = view.latest_base_files()
-        if not files:
-            return None, view
-        spark = self._spark
-        uris = [self.table.storage.uri(b.path) for b in files]
-        existing = spark.read.parquet(*uris).select(
-            F.col(RECORD_KEY).alias(_EXISTING_RK), F.col(PARTITION_PATH).alias(_EXISTING_PP),
-            F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
-        return existing, view
-
     def tagged_write(self, data: DataFrame, operation: str, ctx: WriteContext) -> list[dict]:
         self._spark = data.sparkSession
         started = time.monotonic()
@@ -269,8 +276,8 @@ class Pipeline:
             partitions = None if self.is_global else sorted(
                 r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
             started = self._phase("partitions", started)
-            existing, _ = self._existing_keys(partitions)
-            tagged = self.tag(keyed, existing)
+            lookup = self.lookup(keyed, partitions)
+            tagged = self.tag(keyed, lookup.existing)
         else:
             tagged = keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
         if not in_handles:  # a delete of an unknown key may still beat an insert of that key in a handle
@@ -290,6 +297,8 @@ class Pipeline:
                 profile[p] = PartitionProfile(prof.inserts + row["count"], prof.updates)
             else:
                 prof.updates[row[FILE_ID]] = row["count"]
+        if needs_index:
+            self.index_stats = lookup.finish()
         self._inflight(profile, operation, COMMIT)
         if not profile:
             return []
@@ -302,27 +311,39 @@ class Pipeline:
         self._phase("write", started)
         return [r.asDict() for r in stats]
 
+    def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
+        """The stored records the incoming keys may match, by the configured index."""
+        index_type = self.cfg.get(C.INDEX_TYPE)
+        if index_type in ("BLOOM", "GLOBAL_BLOOM"):
+            found = bloom_lookup(self._spark, self.table, keyed, partitions, self.cfg, global_index=self.is_global)
+            if found.check_output is not None:
+                self._cached.append(found.check_output)
+            return found
+        return simple_lookup(self._spark, self.table, partitions, index_type)
+
     def tag(self, keyed: DataFrame, existing: DataFrame | None) -> DataFrame:
-        """SIMPLE / GLOBAL_SIMPLE index: join incoming keys with the keys already stored."""
+        """Join incoming keys with the stored ones: the file group of every update and delete."""
         if existing is None:
             return keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
         if not self.is_global:
-            cond = (F.col(RECORD_KEY) == F.col(_EXISTING_RK)) & (F.col(PARTITION_PATH) == F.col(_EXISTING_PP))
-            return keyed.join(existing, cond, "left").drop(_EXISTING_RK, _EXISTING_PP)
-        joined = keyed.join(existing, F.col(RECORD_KEY) == F.col(_EXISTING_RK), "left").drop(_EXISTING_RK)
-        same = F.col(_EXISTING_PP).isNull() | (F.col(_EXISTING_PP) == F.col(PARTITION_PATH))
+            cond = (F.col(RECORD_KEY) == F.col(EXISTING_RK)) & (F.col(PARTITION_PATH) == F.col(EXISTING_PP))
+            return keyed.join(existing, cond, "left").drop(EXISTING_RK, EXISTING_PP)
+        joined = keyed.join(existing, F.col(RECORD_KEY) == F.col(EXISTING_RK), "left").drop(EXISTING_RK)
+        same = F.col(EXISTING_PP).isNull() | (F.col(EXISTING_PP) == F.col(PARTITION_PATH))
         stay = joined.where(same)
         moved = joined.where(~same)
-        if self.cfg.get(C.SIMPLE_INDEX_UPDATE_PARTITION_PATH):
-            delete_old = moved.withColumn(PARTITION_PATH, F.col(_EXISTING_PP)).withColumn(IS_DELETE, F.lit(True))
+        move = C.BLOOM_UPDATE_PARTITION_PATH if self.cfg.get(C.INDEX_TYPE) == "GLOBAL_BLOOM" \
+            else C.SIMPLE_INDEX_UPDATE_PARTITION_PATH
+        if self.cfg.get(move):
+            delete_old = moved.withColumn(PARTITION_PATH, F.col(EXISTING_PP)).withColumn(IS_DELETE, F.lit(True))
             insert_new = moved.withColumn(FILE_ID, F.lit(None).cast("string"))
             parts = [stay, delete_old, insert_new]
         else:
-            parts = [stay, moved.withColumn(PARTITION_PATH, F.col(_EXISTING_PP))]
+            parts = [stay, moved.withColumn(PARTITION_PATH, F.col(EXISTING_PP))]
         out = parts[0]
         for p in parts[1:]:
             out = out.unionByName(p)
-        return out.drop(_EXISTING_PP)
+        return out.drop(EXISTING_PP)
 
     def plan(self, profile: dict[str, PartitionProfile]) -> Any:
         cfg = self.cfg
@@ -372,8 +393,61 @@ class Pipeline:
         else:
             insert_bucket = F.lit(None).cast("int")
         bucket = F.when(F.col(FILE_ID).isNotNull(), update_bucket).otherwise(insert_bucket)
-        n = len(plan.buckets)
-        keys = F.array(*[F.lit(k) for k in shuffle_keys(n)])
-        return (tagged.withColumn(BUCKET, bucket.cast("int"))
-                .withColumn(SHUFFLE_KEY, F.element_at(keys, F.col(BUCKET) + 1))
-                .repartition(n, SHUFFLE_KEY).drop(SHUFFLE_KEY))
+        return route(tagged, bucket, len(plan.buckets))
+
+    # -- BUCKET index ----------------------------------------------------------------------------
+    def bucket_write(self, data: DataFrame, operation: str, ctx: WriteContext) -> list[dict]:
+        """BUCKET index: a record's file group follows from hashing its key; no lookup, no sizing.
+
+        Each (partition, bucket) with incoming records is one write bucket: a merge of the bucket's
+        file group when the partition has one, else a new file group named after the bucket.
+        Duplicates of a key share a bucket, so the handles combine them.
+        """
+        started = time.monotonic()
+        if self.combines(operation):
+            ctx = dataclasses.replace(ctx, combine_in_handles=True)
+        keyed = self.prepare(data, operation, combine_in_spark=False)
+        keyed = self._persist(with_hash_bucket(keyed, self.cfg, self.spec))
+        counts = keyed.groupBy(PARTITION_PATH, HASH_BUCKET).agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.col(IS_DELETE).cast("long")).alias("deletes")).collect()
+        started = self._phase("profile", started)
+        partitions = sorted({r[PARTITION_PATH] for r in counts})
+        view = self.table.file_system_view(partitions=partitions)
+        groups = {p: bucket_file_groups([b.file_id for b in view.latest_base_files(p)], p) for p in partitions}
+        bases = {(b.partition_path, b.file_id): b for b in view.latest_base_files()}
+        self.index_stats = IndexStats("BUCKET", partitions=len(partitions), files_in_partitions=len(bases))
+        plan = BucketPlan()
+        profile: dict[str, PartitionProfile] = {}
+        index: dict[str, int] = {}
+        for r in sorted(counts, key=lambda r: (r[PARTITION_PATH], r[HASH_BUCKET])):
+            p, hb = r[PARTITION_PATH], r[HASH_BUCKET]
+            prof = profile.setdefault(p, PartitionProfile(0, {}))
+            fid = groups[p].get(hb)
+            if fid is not None:
+                base = bases[(p, fid)]
+                index[f"{p}\u0000{hb}"] = plan._add(UPDATE, p, fid, base.path, base.instant_time)
+                prof.updates[fid] = r["n"]
+            elif r["n"] > r["deletes"]:  # a bucket of deletes only has nothing to create
+                index[f"{p}\u0000{hb}"] = plan._add(INSERT, p, bucket_file_id_prefix(hb))
+                profile[p] = PartitionProfile(prof.inserts + r["n"], prof.updates)
+        self._inflight(profile, operation, COMMIT)
+        if not plan.buckets:
+            return []
+        started = self._phase("plan", started)
+        lookup = F.create_map(*[x for k, b in index.items() for x in (F.lit(k), F.lit(b))])
+        ident = F.concat(F.col(PARTITION_PATH), F.lit("\u0000"), F.col(HASH_BUCKET).cast("string"))
+        bucket = F.element_at(lookup, ident)
+        routed = route(keyed.withColumn(BUCKET, bucket).where(F.col(BUCKET).isNotNull()), bucket, len(plan.buckets))
+        buckets = {b.bucket_id: b for b in plan.buckets}
+        stats = routed.mapInArrow(lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
+        self.phases["buckets"] = len(plan.buckets)
+        self._phase("write", started)
+        return [r.asDict() for r in stats]
+
+
+def route(df: DataFrame, bucket: Column, num_buckets: int) -> DataFrame:
+    """Rows with their write bucket, one Spark partition per bucket (so no task writes two files)."""
+    keys = F.array(*[F.lit(k) for k in shuffle_keys(num_buckets)])
+    return (df.withColumn(BUCKET, bucket.cast("int"))
+            .withColumn(SHUFFLE_KEY, F.element_at(keys, F.col(BUCKET) + 1))
+            .repartition(num_buckets, SHUFFLE_KEY).drop(SHUFFLE_KEY))

@@ -178,9 +178,9 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         raise HudiConfigError("mode='overwrite' cannot be combined with the delete operation")
     if cfg.get(C.TABLE_TYPE) != "COPY_ON_WRITE":
         raise HudiUnsupportedError("MERGE_ON_READ tables are not supported yet; use COPY_ON_WRITE")
-    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE"):
-        raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported yet; "
-                                   "use SIMPLE or GLOBAL_SIMPLE")
+    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET"):
+        raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
+                                   "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET")
     if cfg.get(C.DROP_PARTITION_COLUMNS):
         raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
     populate = cfg.get(C.POPULATE_META_FIELDS)

@@ -1,0 +1,160 @@
+"""Index lookups on Spark: which stored file group holds each incoming key.
+
+Every lookup returns the *existing* side of the tagging join: rows (key, partition, file id) of
+records already in the table that the incoming batch may touch. SIMPLE reads all record keys of
+the affected partitions' latest base files; BLOOM narrows that down to the keys that really match,
+after range pruning and bloom filter checks run per file in executors. The statistics that explain
+a lookup (files considered, left after pruning and after the bloom check, keys checked, false
+positives, time per phase) are gathered in :class:`IndexStats`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiUnsupportedError
+from pyhudi.index import INDEX_STATS_KEY as INDEX_STATS_KEY
+from pyhudi.index import bloom_index as B
+from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
+from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
+from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.table.table import HudiTable
+from pyhudi.write.columns import FILE_ID
+
+EXISTING_PP = "_pyhudi_existing_partition"
+EXISTING_RK = "_pyhudi_existing_key"
+
+
+@dataclass
+class IndexStats:
+    """What an index lookup did; stored in the commit's extraMetadata and in ``res.stats``."""
+
+    index_type: str
+    partitions: int = 0
+    files_in_partitions: int = 0
+    files_after_range_pruning: int | None = None
+    files_after_bloom: int | None = None
+    keys_checked: int | None = None
+    bloom_positives: int | None = None
+    false_positives: int | None = None
+    keys_matched: int | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class Lookup:
+    """The existing side of the tagging join, and how to finish the statistics once it has run."""
+
+    existing: DataFrame | None
+    stats: IndexStats
+    check_output: DataFrame | None = None  # BLOOM: per-file stats rows, collected after the join ran
+
+    def finish(self) -> IndexStats:
+        if self.check_output is None:
+            return self.stats
+        started = time.monotonic()
+        rows = self.check_output.where(F.col("is_stat")).select(
+            "candidates", "bloom_positives", "matches", "check_ms").collect()
+        s = self.stats
+        s.files_after_range_pruning = len(rows)
+        s.files_after_bloom = sum(1 for r in rows if r["bloom_positives"] > 0)
+        s.keys_checked = sum(r["candidates"] for r in rows)
+        s.bloom_positives = sum(r["bloom_positives"] for r in rows)
+        s.keys_matched = sum(r["matches"] for r in rows)
+        s.false_positives = s.bloom_positives - s.keys_matched
+        s.phases["bloom_check_task_s"] = round(sum(r["check_ms"] for r in rows) / 1000, 3)
+        s.phases["stats_s"] = round(time.monotonic() - started, 3)
+        return s
+
+
+HASH_BUCKET = "_pyhudi_hash_bucket"
+
+
+def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> DataFrame:
+    """``keyed`` plus the BUCKET index's bucket number of every record key, computed in executors."""
+    if cfg.get(C.BUCKET_ENGINE) != "SIMPLE":
+        raise HudiUnsupportedError("hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported; use SIMPLE")
+    num_buckets = check_num_buckets(cfg.get(C.BUCKET_NUM_BUCKETS))
+    key_fields = list(spec.record_key_fields)
+    hash_fields = resolve_hash_fields(cfg.get(C.BUCKET_HASH_FIELD) or None, key_fields)
+
+    def add(batches):  # type: ignore[no-untyped-def]
+        import pyarrow as pa
+
+        for batch in batches:
+            ids = bucket_ids(batch.column(RECORD_KEY), hash_fields=hash_fields, record_key_fields=key_fields,
+                             num_buckets=num_buckets)
+            yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(ids, pa.int32())],
+                                             names=[*batch.schema.names, HASH_BUCKET])
+
+    schema = StructType([*keyed.schema.fields, StructField(HASH_BUCKET, IntegerType(), nullable=False)])
+    return keyed.mapInArrow(add, schema)
+
+
+def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] | None,
+                  index_type: str) -> Lookup:
+    """SIMPLE / GLOBAL_SIMPLE: the record keys of all latest base files in ``partitions``."""
+    view = table.file_system_view(partitions=partitions)
+    files = view.latest_base_files()
+    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files))
+    if not files:
+        return Lookup(None, stats)
+    uris = [table.storage.uri(b.path) for b in files]
+    existing = spark.read.parquet(*uris).select(
+        F.col(RECORD_KEY).alias(EXISTING_RK), F.col(PARTITION_PATH).alias(EXISTING_PP),
+        F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
+    return Lookup(existing, stats)
+
+
+def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partitions: list[str] | None,
+                 cfg: HudiConfig, *, global_index: bool) -> Lookup:
+    """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors."""
+    index_type = "GLOBAL_BLOOM" if global_index else "BLOOM"
+    started = time.monotonic()
+    view = table.file_system_view(partitions=partitions)
+    files = view.latest_base_files()
+    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files))
+    if not files:
+        return Lookup(None, stats)
+    base_uri = table.storage.base_uri
+    parallelism = spark.sparkContext.defaultParallelism
+    prune = cfg.get(C.BLOOM_PRUNE_BY_RANGES)
+    if prune:  # footers read in executors, one per file; only the ranges come back
+        listing = spark.createDataFrame(
+            [(b.partition_path, b.file_id, b.path) for b in files],
+            "partition_path string, file_id string, path string").repartition(min(len(files), parallelism))
+        ranges = [B.FileRange(r["partition_path"], r["file_id"], r["path"], r["min_key"], r["max_key"])
+                  for r in listing.mapInArrow(lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()]
+    else:
+        ranges = [B.FileRange(b.partition_path, b.file_id, b.path) for b in files]
+    stats.phases["key_ranges_s"] = round(time.monotonic() - started, 3)
+
+    def candidates(batches):  # type: ignore[no-untyped-def]
+        import pyarrow as pa
+
+        for batch in batches:
+            if batch.num_rows:
+                table_ = pa.Table.from_batches([batch])
+                out = B.range_candidates(table_, ranges, prune_by_ranges=prune, global_index=global_index)
+                yield from out.to_batches()
+
+    pairs = keyed.select(F.col(RECORD_KEY).alias(B.KEY), F.col(PARTITION_PATH).alias(B.PARTITION)).mapInArrow(
+        candidates, "key string, partition_path string, file_id string, path string")
+    n = cfg.get(C.BLOOM_INDEX_PARALLELISM) or max(1, min(len(ranges), parallelism * 2))
+    checked = pairs.repartition(n, B.PATH).mapInArrow(
+        lambda it: B.check_file_candidates(it, base_uri), B.CHECK_DDL)
+    checked = checked.persist()
+    existing = checked.where(~F.col("is_stat")).select(
+        F.col(B.KEY).alias(EXISTING_RK), F.col(B.PARTITION).alias(EXISTING_PP), F.col(B.FILE_ID).alias(FILE_ID))
+    return Lookup(existing, stats, check_output=checked)
