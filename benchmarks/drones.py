@@ -1,10 +1,12 @@
 """Drone workload benchmark: bulk load + daily copy-on-write upserts, with figures printed.
 
     .venv/bin/python benchmarks/drones.py [--drones 200 --days 10 --upserts 5]
+                                          [--index SIMPLE,BLOOM,BUCKET] [--codec gzip,snappy]
 
-Prints the bulk-load time against plain ``df.write.parquet`` of the same rows (same codec, same
-run), then per daily upsert: time, bytes written, bytes of the two touched day partitions, and
-files per partition.
+For every codec: plain ``df.write.parquet`` of the bulk-load rows as the yardstick. For every
+(codec, index): the bulk-load time, then per daily upsert the time, bytes written against the bytes
+of the two touched day partitions, and what the index did (files in the affected partitions, left
+after range pruning, left after the bloom check).
 """
 
 from __future__ import annotations
@@ -29,45 +31,26 @@ def latest_partition_bytes(table: pyhudi.HudiTable, partition: str) -> int:
     return sum(b.size for b in table.file_system_view(partitions=[partition]).latest_base_files())
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--drones", type=int, default=200)
-    parser.add_argument("--days", type=int, default=10)
-    parser.add_argument("--upserts", type=int, default=5)
-    parser.add_argument("--codec", default="gzip", help="hoodie.parquet.compression.codec (Hudi default gzip)")
-    args = parser.parse_args()
-    spark = pyhudi.spark_session()
-    work = Path(tempfile.mkdtemp(prefix="pyhudi-bench-"))
-    table_path = str(work / "drones")
-    opts = drone_options(**{"hoodie.parquet.compression.codec": args.codec})
+def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, plain_s: float) -> float:
+    table_path = str(work / f"drones_{codec}_{index}")
+    extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index}
+    if index == "BUCKET":
+        extra["hoodie.bucket.index.num.buckets"] = str(args.buckets)
+    opts = drone_options(**extra)
     rows_per_day = 1440 * args.drones
-    print(f"drones={args.drones} days={args.days} upserts={args.upserts} rows/day={rows_per_day:,} "
-          f"codec={args.codec} cores={os.cpu_count()}")
-
-    # warm up the JVM and Python workers so the first measurement is not start-up
-    readings(spark, 0, 1, 5).write.mode("overwrite").parquet(str(work / "warmup"))
-    pyhudi.write(readings(spark, 0, 1, 5), str(work / "warmup_hudi"),
-                 {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
-
     load = readings(spark, 0, args.days, args.drones)
-    t = time.perf_counter()
-    load.write.option("compression", args.codec).mode("overwrite").parquet(str(work / "plain"))
-    plain_s = time.perf_counter() - t
     t = time.perf_counter()
     res = pyhudi.write(load, table_path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
     bulk_s = time.perf_counter() - t
-    print(f"\nbulk load: {args.days * rows_per_day:,} rows")
-    print(f"  df.write.parquet         {plain_s:7.2f} s  {dir_bytes(work / 'plain') / 1e6:8.1f} MB")
-    print(f"  pyhudi bulk_insert       {bulk_s:7.2f} s  {res.stats['bytes_written'] / 1e6:8.1f} MB  "
-          f"({bulk_s / plain_s:.2f}x plain, sorted by partition and key, {res.stats['files_created']} files)")
-
-    print("\ndaily upserts (new day + corrections to 10% of the previous day):")
-    print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 partitions MB':>16} {'ratio':>6} "
-          f"{'files new/rewritten':>20}  phases")
+    print(f"\n[{codec} / {index}{f' ({args.buckets} buckets)' if index == 'BUCKET' else ''}]")
+    print(f"  bulk_insert {args.days * rows_per_day:,} rows  {bulk_s:6.2f} s  "
+          f"{res.stats['bytes_written'] / 1e6:7.1f} MB  ({bulk_s / plain_s:.2f}x plain, "
+          f"{res.stats['files_created']} files)")
+    print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 parts MB':>11} {'ratio':>6} {'new/merged':>11}"
+          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7}")
     times = []
     for i in range(args.upserts):
-        day = args.days + i
-        batch = daily_batch(spark, day, args.drones)
+        batch = daily_batch(spark, args.days + i, args.drones)
         t = time.perf_counter()
         res = pyhudi.write(batch, table_path, {**opts, "hoodie.datasource.write.operation": "upsert"})
         elapsed = time.perf_counter() - t
@@ -75,19 +58,54 @@ def main() -> None:
         table = pyhudi.HudiTable(table_path)
         parts = sorted({s.partitionPath for s in res.write_stats})
         touched = sum(latest_partition_bytes(table, p) for p in parts)
-        phases = {k: v for k, v in res.stats.items() if k.endswith("_s") and k != "total_s"}
-        print(f"  {i + 1:>4} {elapsed:7.2f} {res.stats['bytes_written'] / 1e6:11.2f} {touched / 1e6:16.2f} "
+        ix = res.stats.get("index", {})
+        print(f"  {i + 1:>4} {elapsed:7.2f} {res.stats['bytes_written'] / 1e6:11.2f} {touched / 1e6:11.2f} "
               f"{res.stats['bytes_written'] / max(1, touched):6.2f} "
-              f"{res.stats['files_created']:>9}/{res.stats['files_merged']:<10}  {phases}")
-    print(f"  median upsert: {statistics.median(times):.2f} s")
-
-    table = pyhudi.HudiTable(table_path)
-    view = table.file_system_view()
+              f"{res.stats['files_created']:>5}/{res.stats['files_merged']:<5} "
+              f"{ix.get('files_in_partitions', '-'):>6} {ix.get('files_after_range_pruning', '-'):>7} "
+              f"{ix.get('files_after_bloom', '-'):>6} {ix.get('keys_checked', '-'):>9} "
+              f"{ix.get('false_positives', '-'):>7}")
+    median = statistics.median(times)
+    view = pyhudi.HudiTable(table_path).file_system_view()
     per_partition = [len(view.latest_base_files(p)) for p in view.partitions]
-    print(f"\nfiles per partition: min {min(per_partition)} max {max(per_partition)} "
-          f"(partitions {len(per_partition)}, latest base files {sum(per_partition)})")
     total = pyhudi.read(spark, table_path).count()
-    print(f"rows in table: {total:,} (expected {(args.days + args.upserts) * rows_per_day:,})")
+    expected = (args.days + args.upserts) * rows_per_day
+    print(f"  median upsert {median:.2f} s; files per partition {min(per_partition)}-{max(per_partition)}; "
+          f"rows {total:,} ({'ok' if total == expected else f'EXPECTED {expected:,}'})")
+    return median
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--drones", type=int, default=200)
+    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--upserts", type=int, default=5)
+    parser.add_argument("--index", default="SIMPLE,BLOOM,BUCKET", help="comma-separated hoodie.index.type values")
+    parser.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets for BUCKET")
+    parser.add_argument("--codec", default="gzip",
+                        help="comma-separated hoodie.parquet.compression.codec values (Hudi's default: gzip)")
+    args = parser.parse_args()
+    spark = pyhudi.spark_session()
+    work = Path(tempfile.mkdtemp(prefix="pyhudi-bench-"))
+    print(f"drones={args.drones} days={args.days} upserts={args.upserts} rows/day={1440 * args.drones:,} "
+          f"cores={os.cpu_count()}")
+    # warm up the JVM and Python workers so the first measurement is not start-up
+    readings(spark, 0, 1, 5).write.mode("overwrite").parquet(str(work / "warmup"))
+    pyhudi.write(readings(spark, 0, 1, 5), str(work / "warmup_hudi"),
+                 {**drone_options(), "hoodie.datasource.write.operation": "bulk_insert"})
+    summary = []
+    for codec in args.codec.split(","):
+        load = readings(spark, 0, args.days, args.drones)
+        t = time.perf_counter()
+        load.write.option("compression", codec).mode("overwrite").parquet(str(work / "plain"))
+        plain_s = time.perf_counter() - t
+        print(f"\n=== codec {codec}: df.write.parquet of the bulk-load rows {plain_s:.2f} s, "
+              f"{dir_bytes(work / 'plain') / 1e6:.1f} MB")
+        for index in args.index.split(","):
+            summary.append((codec, index, run(spark, work, args, codec, index.strip().upper(), plain_s)))
+    print("\nmedian daily upsert:")
+    for codec, index, median in summary:
+        print(f"  {codec:>7} {index:>7} {median:6.2f} s")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

@@ -62,6 +62,26 @@ class FileRange:
     max_key: str | None = None
 
 
+#: Footer key ranges of base files already seen by this process, by absolute file path. Base files
+#: are immutable (every write makes a new file name), so an entry never goes stale; this spares an
+#: upsert re-reading the footers of files it or an earlier write already knows, as Hudi spares it
+#: with the metadata table's column statistics.
+_KNOWN_RANGES: dict[str, tuple[str | None, str | None]] = {}
+_KNOWN_RANGES_LIMIT = 1_000_000
+
+
+def remember_ranges(base_uri: str, ranges: Iterable[tuple[str, str | None, str | None]]) -> None:
+    """Record (relative path, min key, max key) of base files, e.g. from a write's executor stats."""
+    if len(_KNOWN_RANGES) > _KNOWN_RANGES_LIMIT:
+        _KNOWN_RANGES.clear()
+    for rel, low, high in ranges:
+        _KNOWN_RANGES[f"{base_uri.rstrip('/')}/{rel}"] = (low, high)
+
+
+def known_range(base_uri: str, rel_path: str) -> tuple[str | None, str | None] | None:
+    return _KNOWN_RANGES.get(f"{base_uri.rstrip('/')}/{rel_path}")
+
+
 def read_key_range(storage: Storage, rel_path: str) -> tuple[str | None, str | None]:
     """The footer's min/max record key of a base file (``None`` when the writer did not store them)."""
     with storage.fs.open_input_file(storage.full(rel_path)) as f:

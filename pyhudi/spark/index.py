@@ -26,6 +26,7 @@ from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
 from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.table.fs_view import BaseFile
 from pyhudi.table.table import HudiTable
 from pyhudi.write.columns import FILE_ID
 
@@ -117,6 +118,24 @@ def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] |
     return Lookup(existing, stats)
 
 
+def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> list[B.FileRange]:
+    """Footer key range of every file: remembered ones from memory, the others read in executors."""
+    known = {b.path: B.known_range(base_uri, b.path) for b in files}
+    missing = [b for b in files if known[b.path] is None]
+    if missing:  # one footer per file, read where the data is; only the ranges come back
+        # a local relation is already split over the default parallelism: no shuffle needed
+        listing = spark.createDataFrame([(b.partition_path, b.file_id, b.path) for b in missing],
+                                        "partition_path string, file_id string, path string")
+        read = listing.mapInArrow(lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()
+        B.remember_ranges(base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in read])
+        known.update({r["path"]: (r["min_key"], r["max_key"]) for r in read})
+    out = []
+    for b in files:
+        low, high = known[b.path] or (None, None)
+        out.append(B.FileRange(b.partition_path, b.file_id, b.path, low, high))
+    return out
+
+
 def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partitions: list[str] | None,
                  cfg: HudiConfig, *, global_index: bool) -> Lookup:
     """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors."""
@@ -130,12 +149,8 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     base_uri = table.storage.base_uri
     parallelism = spark.sparkContext.defaultParallelism
     prune = cfg.get(C.BLOOM_PRUNE_BY_RANGES)
-    if prune:  # footers read in executors, one per file; only the ranges come back
-        listing = spark.createDataFrame(
-            [(b.partition_path, b.file_id, b.path) for b in files],
-            "partition_path string, file_id string, path string").repartition(min(len(files), parallelism))
-        ranges = [B.FileRange(r["partition_path"], r["file_id"], r["path"], r["min_key"], r["max_key"])
-                  for r in listing.mapInArrow(lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()]
+    if prune:
+        ranges = key_ranges(spark, base_uri, files)
     else:
         ranges = [B.FileRange(b.partition_path, b.file_id, b.path) for b in files]
     stats.phases["key_ranges_s"] = round(time.monotonic() - started, 3)

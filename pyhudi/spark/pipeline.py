@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.index.bloom_index import remember_ranges
 from pyhudi.index.bucket import bucket_file_groups, bucket_file_id_prefix
 from pyhudi.io.avro_schema import (
     IS_DELETED_FIELD,
@@ -212,6 +213,7 @@ class Pipeline:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()
             timeline.complete(self.instant, action, meta.to_json().encode("utf-8"))
+            remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)
             self._phase("commit", started)
             result: dict[str, Any] = dict(self.phases)
