@@ -193,3 +193,16 @@ def test_bucket_file_groups() -> None:
 # ---------------------------------------------------------------------------------------------
 # Spark SQL expression
 # ---------------------------------------------------------------------------------------------
+
+
+def test_plan_bucket_index_merges_existing_groups_and_skips_delete_only_buckets() -> None:
+    from pyhudi.write.plan import INSERT, UPDATE, HashBucketCount, plan_bucket_index
+
+    counts = [HashBucketCount("p", 1, 5, 0), HashBucketCount("p", 2, 3, 3), HashBucketCount("p", 3, 4, 1)]
+    plan, profile, route = plan_bucket_index(
+        counts, {("p", "00000001-x-0"): ("p/f.parquet", "001")}, {"p": {1: "00000001-x-0"}},
+        B.bucket_file_id_prefix)
+    assert [(b.kind, b.file_id_prefix[:8]) for b in plan.buckets] == [(UPDATE, "00000001"), (INSERT, "00000003")]
+    assert plan.buckets[0].base_file == "p/f.parquet" and plan.buckets[0].prev_commit == "001"
+    assert route == {("p", 1): 0, ("p", 3): 1}  # bucket 2 holds only deletes of unknown keys
+    assert profile["p"].inserts == 4 and profile["p"].updates == {"00000001-x-0": 5}

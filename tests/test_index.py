@@ -8,7 +8,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import hudi_rs_rows, unzip_table
+from conftest import hudi_rs_rows, pyhudi_rows, unzip_table
 
 import pyhudi
 from pyhudi.cli import main as cli_main
@@ -61,6 +61,8 @@ def test_check_file_finds_stored_keys_and_counts_false_positives(spark, tmp_path
     found, positives = check_file(Storage(path), base.path, pa.concat_arrays([stored.combine_chunks(), absent]))
     assert sorted(found.to_pylist()) == sorted(stored.to_pylist())
     assert positives > len(stored)  # a weak filter lets absent keys through; the exact check removes them
+    ours = sorted(r["_hoodie_record_key"] for r in pyhudi_rows(spark, path))
+    assert len(ours) == 3 * 1440 and sorted(r["_hoodie_record_key"] for r in hudi_rs_rows(path)) == ours
 
 
 def test_interop_filters_answer_for_their_keys(interop_dir, tmp_path):

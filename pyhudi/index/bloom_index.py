@@ -16,6 +16,7 @@ file, so each footer and each file's key column is read once per file, never onc
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -200,8 +201,6 @@ def check_file(storage: Storage, rel_path: str, keys: pa.Array) -> tuple[pa.Arra
 
 def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of the bloom check: candidate pairs grouped by file, matches and stats out."""
-    import time
-
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return

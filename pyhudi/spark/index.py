@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
@@ -21,7 +22,6 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiUnsupportedError
-from pyhudi.index import INDEX_STATS_KEY as INDEX_STATS_KEY
 from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
 from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -91,8 +91,6 @@ def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> Dat
     hash_fields = resolve_hash_fields(cfg.get(C.BUCKET_HASH_FIELD) or None, key_fields)
 
     def add(batches):  # type: ignore[no-untyped-def]
-        import pyarrow as pa
-
         for batch in batches:
             ids = bucket_ids(batch.column(RECORD_KEY), hash_fields=hash_fields, record_key_fields=key_fields,
                              num_buckets=num_buckets)
@@ -156,8 +154,6 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     stats.phases["key_ranges_s"] = round(time.monotonic() - started, 3)
 
     def candidates(batches):  # type: ignore[no-untyped-def]
-        import pyarrow as pa
-
         for batch in batches:
             if batch.num_rows:
                 table_ = pa.Table.from_batches([batch])

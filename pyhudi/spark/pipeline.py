@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.index.bloom_index import remember_ranges
 from pyhudi.index.bucket import bucket_file_groups, bucket_file_id_prefix
 from pyhudi.io.avro_schema import (
@@ -35,7 +36,6 @@ from pyhudi.spark.index import (
     EXISTING_PP,
     EXISTING_RK,
     HASH_BUCKET,
-    INDEX_STATS_KEY,
     IndexStats,
     Lookup,
     bloom_lookup,
@@ -51,14 +51,14 @@ from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import bulk_insert_writer, write_buckets
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.plan import (
-    INSERT,
-    UPDATE,
     BucketPlan,
+    HashBucketCount,
     PartitionProfile,
     SmallFile,
     WriteContext,
     assign_buckets,
     average_record_size,
+    plan_bucket_index,
 )
 
 
@@ -306,12 +306,7 @@ class Pipeline:
             return []
         plan = self.plan(profile)
         started = self._phase("plan", started)
-        buckets = {b.bucket_id: b for b in plan.buckets}
-        bucketed = self.assign(tagged, plan)
-        stats = bucketed.mapInArrow(lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
-        self.phases["buckets"] = len(plan.buckets)
-        self._phase("write", started)
-        return [r.asDict() for r in stats]
+        return self._write_planned(self.assign(tagged, plan), ctx, plan, started)
 
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""
@@ -375,11 +370,8 @@ class Pipeline:
 
     def assign(self, tagged: DataFrame, plan: Any) -> DataFrame:
         """Bucket of every record as a Spark expression, then one Spark partition per bucket."""
-        sep = "\u0000"
         if plan.update_bucket:
-            upd_map = F.create_map(*[x for (p, fid), b in plan.update_bucket.items()
-                                     for x in (F.lit(f"{p}{sep}{fid}"), F.lit(b))])
-            update_bucket = F.element_at(upd_map, F.concat(F.col(PARTITION_PATH), F.lit(sep), F.col(FILE_ID)))
+            update_bucket = by_partition_and(plan.update_bucket, F.col(FILE_ID))
         else:
             update_bucket = F.lit(None).cast("int")
         if plan.insert_weights:
@@ -414,37 +406,38 @@ class Pipeline:
             F.count(F.lit(1)).alias("n"), F.sum(F.col(IS_DELETE).cast("long")).alias("deletes")).collect()
         started = self._phase("profile", started)
         partitions = sorted({r[PARTITION_PATH] for r in counts})
-        view = self.table.file_system_view(partitions=partitions)
-        groups = {p: bucket_file_groups([b.file_id for b in view.latest_base_files(p)], p) for p in partitions}
-        bases = {(b.partition_path, b.file_id): b for b in view.latest_base_files()}
+        bases = self.table.file_system_view(partitions=partitions).latest_base_files()
+        file_ids: dict[str, list[str]] = {p: [] for p in partitions}
+        for b in bases:
+            file_ids[b.partition_path].append(b.file_id)
+        groups = {p: bucket_file_groups(ids, p) for p, ids in file_ids.items()}
         self.index_stats = IndexStats("BUCKET", partitions=len(partitions), files_in_partitions=len(bases))
-        plan = BucketPlan()
-        profile: dict[str, PartitionProfile] = {}
-        index: dict[str, int] = {}
-        for r in sorted(counts, key=lambda r: (r[PARTITION_PATH], r[HASH_BUCKET])):
-            p, hb = r[PARTITION_PATH], r[HASH_BUCKET]
-            prof = profile.setdefault(p, PartitionProfile(0, {}))
-            fid = groups[p].get(hb)
-            if fid is not None:
-                base = bases[(p, fid)]
-                index[f"{p}\u0000{hb}"] = plan._add(UPDATE, p, fid, base.path, base.instant_time)
-                prof.updates[fid] = r["n"]
-            elif r["n"] > r["deletes"]:  # a bucket of deletes only has nothing to create
-                index[f"{p}\u0000{hb}"] = plan._add(INSERT, p, bucket_file_id_prefix(hb))
-                profile[p] = PartitionProfile(prof.inserts + r["n"], prof.updates)
+        plan, profile, by_hash = plan_bucket_index(
+            [HashBucketCount(r[PARTITION_PATH], r[HASH_BUCKET], r["n"], r["deletes"]) for r in counts],
+            {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}, groups,
+            bucket_file_id_prefix)
         self._inflight(profile, operation, COMMIT)
         if not plan.buckets:
             return []
         started = self._phase("plan", started)
-        lookup = F.create_map(*[x for k, b in index.items() for x in (F.lit(k), F.lit(b))])
-        ident = F.concat(F.col(PARTITION_PATH), F.lit("\u0000"), F.col(HASH_BUCKET).cast("string"))
-        bucket = F.element_at(lookup, ident)
-        routed = route(keyed.withColumn(BUCKET, bucket).where(F.col(BUCKET).isNotNull()), bucket, len(plan.buckets))
+        bucket = by_partition_and(by_hash, F.col(HASH_BUCKET).cast("string"))
+        return self._write_planned(route(keyed.where(bucket.isNotNull()), bucket, len(plan.buckets)),
+                                   ctx, plan, started)
+
+    def _write_planned(self, routed: DataFrame, ctx: WriteContext, plan: BucketPlan, started: float) -> list[dict]:
+        """Run the write handles over rows routed one write bucket per Spark partition."""
         buckets = {b.bucket_id: b for b in plan.buckets}
         stats = routed.mapInArrow(lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
         self.phases["buckets"] = len(plan.buckets)
         self._phase("write", started)
         return [r.asDict() for r in stats]
+
+
+def by_partition_and(mapping: dict[tuple[str, Any], int], second: Column) -> Column:
+    """The value ``mapping`` gives (partition path, ``second``) of each row, as a map-literal lookup."""
+    sep = "\u0000"
+    literal = F.create_map(*[x for (p, k), b in mapping.items() for x in (F.lit(f"{p}{sep}{k}"), F.lit(b))])
+    return F.element_at(literal, F.concat(F.col(PARTITION_PATH), F.lit(sep), second))
 
 
 def route(df: DataFrame, bucket: Column, num_buckets: int) -> DataFrame:

@@ -9,6 +9,7 @@ to executors; assigning a record to a bucket is a Spark expression built from th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pyhudi.io.base_file import ParquetSettings
@@ -128,6 +129,46 @@ def assign_buckets(
             weights.append((cumulative, bucket))
         plan.insert_weights[partition] = (total, weights)
     return plan
+
+
+@dataclass(frozen=True)
+class HashBucketCount:
+    """Incoming records of one (partition, hash bucket) under the BUCKET index."""
+
+    partition_path: str
+    bucket: int
+    records: int
+    deletes: int
+
+
+def plan_bucket_index(
+    counts: list[HashBucketCount],
+    latest_base: dict[tuple[str, str], tuple[str, str]],
+    groups: dict[str, dict[int, str]],
+    new_prefix: Callable[[int], str],
+) -> tuple[BucketPlan, dict[str, PartitionProfile], dict[tuple[str, int], int]]:
+    """The BUCKET index's write plan: one write bucket per (partition, hash bucket), no sizing.
+
+    A hash bucket whose file group exists in the partition (``groups``: partition -> bucket ->
+    file id) merges into it; any other becomes a new file group named by ``new_prefix(bucket)``,
+    unless it holds only deletes. Returns the plan, the workload profile for the inflight instant,
+    and (partition, hash bucket) -> write bucket id.
+    """
+    plan = BucketPlan()
+    profile: dict[str, PartitionProfile] = {}
+    route: dict[tuple[str, int], int] = {}
+    for c in sorted(counts, key=lambda c: (c.partition_path, c.bucket)):
+        p = c.partition_path
+        prof = profile.setdefault(p, PartitionProfile(0, {}))
+        fid = groups.get(p, {}).get(c.bucket)
+        if fid is not None:
+            path, instant = latest_base[(p, fid)]
+            route[(p, c.bucket)] = plan._add(UPDATE, p, fid, path, instant)
+            prof.updates[fid] = c.records
+        elif c.records > c.deletes:
+            route[(p, c.bucket)] = plan._add(INSERT, p, new_prefix(c.bucket))
+            profile[p] = PartitionProfile(prof.inserts + c.records, prof.updates)
+    return plan, profile, route
 
 
 def average_record_size(commits: list[tuple[int, int]], *, default: int, threshold_bytes: float) -> int:
