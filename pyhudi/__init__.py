@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import (
     HudiCommitError,
+    HudiCompactionError,
     HudiConfigError,
     HudiCorruptFileError,
     HudiError,
@@ -56,8 +57,28 @@ def read(spark: SparkSession, path: str, options: dict[str, Any] | None = None, 
     return _read(spark, path, options, filters=filters)
 
 
+def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str | None:
+    """Schedule a compaction of the merge-on-read table at ``path`` (no Spark needed).
+
+    Returns the compaction instant, or None when no file slice has log files to compact.
+    """
+    from pyhudi.config import HudiConfig
+    from pyhudi.services.compaction import schedule_compaction as _schedule
+
+    return _schedule(HudiTable(path), HudiConfig.of(options))
+
+
+def compact(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
+            instant: str | None = None) -> list[str]:
+    """Run compaction ``instant``, or all pending ones (scheduling one if none is pending)."""
+    from pyhudi.spark.compaction import compact as _compact
+
+    return _compact(spark, path, options, instant=instant)
+
+
 __all__ = [
-    "HudiCommitError", "HudiConfigError", "HudiCorruptFileError", "HudiError", "HudiInstantNotFoundError",
+    "HudiCommitError", "HudiCompactionError", "HudiConfigError", "HudiCorruptFileError", "HudiError",
+    "HudiInstantNotFoundError",
     "HudiKeyError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
-    "HudiUnsupportedError", "WriteResult", "read", "spark_session", "write",
+    "HudiUnsupportedError", "WriteResult", "compact", "read", "schedule_compaction", "spark_session", "write",
 ]

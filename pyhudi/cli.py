@@ -5,8 +5,11 @@
     pyhudi show file-groups --path /data/drones [--partition 2024-01-01]
     pyhudi show timeline --path /data/drones
     pyhudi show properties --path /data/drones
+    pyhudi compaction show --path /data/drones [--instant T]
+    pyhudi compaction schedule --path /data/drones
+    pyhudi compaction run --path /data/drones [--instant T]
 
-Reads only table metadata and file listings (no Spark).
+Everything but ``compaction run`` reads only table metadata and file listings (no Spark).
 """
 
 from __future__ import annotations
@@ -100,10 +103,37 @@ def show_file_groups(table: HudiTable, partition: str | None) -> str:
         if base is not None:
             with table.storage.fs.open_input_file(table.storage.full(base.path)) as f:
                 records = str(pq.read_metadata(f).num_rows)
+        logs = latest.log_files if latest else ()
         rows.append([group.partition_path or '""', group.file_id, latest.base_instant if latest else "",
-                     base.name if base else "", human(base.size) if base else "", records, len(group.slices)])
+                     base.name if base else "", human(base.size) if base else "", records, len(logs),
+                     human(sum(lf.size for lf in logs)) if logs else "", len(group.slices)])
     return table_text(["Partition", "File ID", "Base Instant", "Latest Base File", "Size", "Records",
-                       "Slices"], rows) + f"\n{len(rows)} file group(s) in {len(view.partitions)} partition(s)"
+                       "Log Files", "Log Size", "Slices"], rows) + \
+        f"\n{len(rows)} file group(s) in {len(view.partitions)} partition(s)"
+
+
+def show_compactions(table: HudiTable, instant: str | None) -> str:
+    """Compaction plans (pending and completed), or the operations of one plan."""
+    from pyhudi.services.compaction import read_plan
+    from pyhudi.timeline.instant import COMPACTION, State
+
+    if instant is not None:
+        plan = read_plan(table.timeline, instant)
+        rows = [[op.partition_path or '""', op.file_id, op.base_instant, op.base_file or "", len(op.log_files),
+                 human(op.metric("TOTAL_LOG_FILES_SIZE")), f"{op.metric('TOTAL_IO_MB'):.1f}"]
+                for op in plan.operations]
+        return table_text(["Partition", "File ID", "Base Instant", "Base File", "Log Files", "Log Size",
+                           "IO (MB)"], rows)
+    rows = []
+    for inst in table.timeline.instant_files:
+        if inst.action != COMPACTION or inst.state != State.REQUESTED:
+            continue
+        plan = read_plan(table.timeline, inst.timestamp)
+        state = "COMPLETED" if table.timeline.is_completed(inst.timestamp) else \
+            table.timeline.find(inst.timestamp).state.name
+        rows.append([inst.timestamp, state, len(plan.operations), sum(len(op.log_files) for op in plan.operations),
+                     human(sum(op.metric("TOTAL_LOG_FILES_SIZE") for op in plan.operations))])
+    return table_text(["Compaction Instant", "State", "File Slices", "Log Files", "Log Size"], rows)
 
 
 def show_timeline(table: HudiTable) -> str:
@@ -137,10 +167,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--limit", type=int, default=0, help="newest N commits only")
         if name == "file-groups":
             p.add_argument("--partition", default=None)
+    compaction = sub.add_parser("compaction", help="schedule, run and list compactions (merge-on-read)")
+    action = compaction.add_subparsers(dest="what", required=True)
+    for name, helptext in (("show", "compaction plans, or the file slices of one (--instant)"),
+                           ("schedule", "write a compaction plan of every file slice with log files"),
+                           ("run", "run a pending plan (--instant), or all of them (needs Spark)")):
+        p = action.add_parser(name, help=helptext)
+        p.add_argument("--path", required=True, help="table base path")
+        if name != "schedule":
+            p.add_argument("--instant", default=None)
+        p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                       help="a hoodie.* option, e.g. hoodie.compaction.target.io=1024")
     args = parser.parse_args(argv)
     try:
         table = HudiTable(args.path)
-        if args.what == "commits":
+        if args.command == "compaction":
+            print(compaction_command(table, args))
+        elif args.what == "commits":
             print(show_commits(table, args.limit))
         elif args.what == "commit":
             print(show_commit(table, args.instant))
@@ -154,6 +197,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyhudi: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def compaction_command(table: HudiTable, args: argparse.Namespace) -> str:
+    from pyhudi.config import HudiConfig
+    from pyhudi.errors import HudiConfigError
+
+    options = {}
+    for item in args.option:
+        if "=" not in item:
+            raise HudiConfigError(f"--option takes KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        options[key.strip()] = value.strip()
+    if args.what == "show":
+        return show_compactions(table, args.instant)
+    if args.what == "schedule":
+        from pyhudi.services.compaction import schedule_compaction
+
+        instant = schedule_compaction(table, HudiConfig.of(options))
+        return f"scheduled compaction {instant}" if instant else "nothing to compact: no file slice has log files"
+    import pyhudi
+
+    spark = pyhudi.spark_session()
+    done = pyhudi.compact(spark, table.path, options, instant=args.instant)
+    return "\n".join(f"completed compaction {t}" for t in done) or "nothing to compact"
 
 
 if __name__ == "__main__":  # pragma: no cover

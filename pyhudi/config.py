@@ -355,6 +355,42 @@ INSERT_AUTO_SPLIT = option(
     "Size new file groups from the max file size and the estimated record size.", parse_bool)
 
 # ---------------------------------------------------------------------------------------------
+# Merge-on-read: log files and compaction
+# ---------------------------------------------------------------------------------------------
+LOGFILE_DATA_BLOCK_FORMAT = option(
+    "hoodie.logfile.data.block.format", "avro",
+    "Format of log data blocks: avro (Hudi's default for parquet tables) or parquet.",
+    lambda v: choice("AVRO", "PARQUET")(v).lower())
+LOGFILE_MAX_SIZE = option(
+    "hoodie.logfile.max.size", 1024 * MB,
+    "A log file is appended to until it reaches this size; then a new log version starts.", parse_positive_int)
+MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = option(
+    "hoodie.merge.small.file.group.candidates.limit", 1,
+    "Merge-on-read: how many small file groups (without log files) per partition may take inserts.",
+    parse_non_negative_int)
+COMPACT_INLINE = option(
+    "hoodie.compact.inline", False,
+    "Schedule and run a compaction after a delta commit once the trigger is reached.", parse_bool)
+COMPACT_SCHEDULE_INLINE = option(
+    "hoodie.compact.schedule.inline", False,
+    "Only schedule a compaction after a delta commit once the trigger is reached (run it later).", parse_bool)
+COMPACT_INLINE_MAX_DELTA_COMMITS = option(
+    "hoodie.compact.inline.max.delta.commits", 5,
+    "Delta commits since the last compaction that trigger an inline compaction.", parse_positive_int)
+COMPACT_INLINE_TRIGGER_STRATEGY = option(
+    "hoodie.compact.inline.trigger.strategy", "NUM_COMMITS",
+    "When inline compaction triggers; pyhudi implements NUM_COMMITS.",
+    choice("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST", "TIME_ELAPSED", "NUM_OR_TIME", "NUM_AND_TIME"))
+COMPACTION_STRATEGY = option(
+    "hoodie.compaction.strategy", "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
+    "Which file slices a compaction plan takes: LogFileSizeBasedCompactionStrategy (largest logs first, up to "
+    "hoodie.compaction.target.io) or UnBoundedCompactionStrategy (all).",
+    lambda v: _parse_compaction_strategy(v))
+COMPACTION_TARGET_IO = option(
+    "hoodie.compaction.target.io", 500 * 1024,
+    "MB of reads and writes one compaction plan may take (log-size based strategy).", parse_positive_int)
+
+# ---------------------------------------------------------------------------------------------
 # Bloom filter written into every base file footer
 # ---------------------------------------------------------------------------------------------
 BLOOM_NUM_ENTRIES = option(
@@ -391,6 +427,19 @@ def _parse_payload(value: Any) -> str:
 
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+COMPACTION_STRATEGIES = (
+    "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
+    "org.apache.hudi.table.action.compact.strategy.UnBoundedCompactionStrategy",
+)
+
+
+def _parse_compaction_strategy(value: Any) -> str:
+    text = str(value).strip()
+    for known in COMPACTION_STRATEGIES:
+        if text in (known, known.rsplit(".", 1)[1]):
+            return known
+    raise ValueError(f"compaction strategy {text!r} is not supported; use one of "
+                     + ", ".join(k.rsplit(".", 1)[1] for k in COMPACTION_STRATEGIES))
 
 
 def canonical_key(key: str) -> str:

@@ -46,3 +46,7 @@ class HudiCommitError(HudiError):
 
 class HudiInstantNotFoundError(HudiError, LookupError):
     """An instant named by the caller is not on the table's timeline."""
+
+
+class HudiCompactionError(HudiError):
+    """A compaction cannot be scheduled or run (writes pending, no such plan)."""

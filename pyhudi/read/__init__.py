@@ -1,1 +1,1 @@
-"""read package."""
+"""Reading file slices: merging a base file with its log blocks (no Spark)."""

@@ -8,9 +8,12 @@ metadata) records what happened, so Hudi tools see the same history a Java write
 
 from __future__ import annotations
 
+import posixpath
 import time
 
-from pyhudi.io.file_names import parse_base_file
+from pyhudi.errors import HudiError
+from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.log_format import read_log_file, rollback_block
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, write_record
 from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, new_instant_time
@@ -19,8 +22,11 @@ from pyhudi.write.markers import delete_markers, list_markers
 
 
 def _files_of(storage: Storage, instant: Instant) -> list[str]:
-    """Data files a pending instant wrote: from its markers, else by scanning for its instant time."""
-    marked = [path for path, _io in list_markers(storage, instant.timestamp)]
+    """Data files a pending instant wrote: from its markers, else by scanning for its instant time.
+
+    Log files are listed too: they may hold blocks of earlier, committed instants as well.
+    """
+    marked = sorted({path for path, _io in list_markers(storage, instant.timestamp)})
     if marked:
         return [p for p in marked if storage.exists(p)]
     found = []
@@ -33,15 +39,59 @@ def _files_of(storage: Storage, instant: Instant) -> list[str]:
     return found
 
 
+#: write token of log files holding rollback command blocks (Hudi writes them outside any task)
+ROLLBACK_TOKEN = "1-0-1"
+
+
+def _log_request(storage: Storage, rel: str) -> dict:
+    """The rollback request of a log file the failed instant appended blocks to."""
+    parsed = parse_log_file(posixpath.basename(rel))
+    assert parsed is not None
+    return {"partitionPath": _partition_of(rel), "fileId": parsed.file_id, "latestBaseInstant": parsed.base_instant,
+            "filesToBeDeleted": [], "logBlocksToBeDeleted": {storage.full(rel): storage.size(rel)}}
+
+
 def _partition_of(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
+def _only_blocks_of(storage: Storage, rel: str, instant: str) -> bool:
+    """Whether every block of a log file was written by ``instant`` (then the file can go)."""
+    try:
+        blocks = read_log_file(storage, rel)
+    except HudiError:
+        return False  # damaged before the failed write: keep the earlier blocks, neutralise ours
+    return all(b.instant_time == instant for b in blocks)
+
+
+def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tuple[str, int]:
+    """Append a rollback command block for ``target`` in a new log version of the file's slice."""
+    folder, name = posixpath.split(rel)
+    parsed = parse_log_file(name)
+    assert parsed is not None
+    versions = [lf.version for info in storage.list_files(folder)
+                if (lf := parse_log_file(info.name)) is not None
+                and (lf.file_id, lf.base_instant) == (parsed.file_id, parsed.base_instant)]
+    new_name = f".{parsed.file_id}_{parsed.base_instant}.log.{max(versions, default=0) + 1}_{ROLLBACK_TOKEN}"
+    new_rel = posixpath.join(folder, new_name) if folder else new_name
+    data = rollback_block(rb_time, target)
+    storage.write_bytes(new_rel, data)
+    return storage.full(new_rel), len(data)
+
+
 def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False) -> str:
-    """Roll back one pending write instant; returns the rollback instant time."""
+    """Roll back one pending write instant; returns the rollback instant time.
+
+    Base files it wrote are deleted. A log file it created holds only its blocks and is deleted
+    too; a log file it appended to keeps the earlier blocks, and a rollback command block (in the
+    slice's next log file, as Hudi writes it) tells every reader to skip the failed instant's.
+    """
     started = time.monotonic()
     rb_time = new_instant_time(after=timeline.last_instant_time(), utc=utc)
     files = _files_of(storage, instant)
+    keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
+                 and not _only_blocks_of(storage, rel, instant.timestamp)}
+    files = [rel for rel in files if rel not in keep_logs]
     by_partition: dict[str, list[str]] = {}
     for rel in files:
         by_partition.setdefault(_partition_of(rel), []).append(rel)
@@ -51,7 +101,7 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
             {"partitionPath": p, "fileId": "", "latestBaseInstant": "",
              "filesToBeDeleted": [storage.full(r) for r in rels], "logBlocksToBeDeleted": {}}
             for p, rels in sorted(by_partition.items())
-        ],
+        ] + [_log_request(storage, rel) for rel in sorted(keep_logs)],
         "version": 1,
     }
     timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, plan))
@@ -62,7 +112,15 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
         for rel in rels:
             (deleted if storage.delete(rel) or not storage.exists(rel) else failed).setdefault(p, []).append(
                 storage.full(rel))
+    rollback_logs: dict[str, dict[str, int]] = {}
+    failed_logs: dict[str, dict[str, int]] = {}
+    for rel in sorted(keep_logs):
+        p = _partition_of(rel)
+        failed_logs.setdefault(p, {})[storage.full(rel)] = storage.size(rel)
+        path, size = _rollback_log(storage, rel, rb_time, instant.timestamp)
+        rollback_logs.setdefault(p, {})[path] = size
     timeline.delete_instant(instant.timestamp)
+    partitions = sorted(set(by_partition) | set(rollback_logs))
     metadata = {
         "startRollbackTime": rb_time,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
@@ -70,8 +128,9 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
         "commitsRollback": [instant.timestamp],
         "partitionMetadata": {
             p: {"partitionPath": p, "successDeleteFiles": deleted.get(p, []),
-                "failedDeleteFiles": failed.get(p, []), "rollbackLogFiles": {}, "logFilesFromFailedCommit": {}}
-            for p in sorted(by_partition)
+                "failedDeleteFiles": failed.get(p, []), "rollbackLogFiles": rollback_logs.get(p, {}),
+                "logFilesFromFailedCommit": failed_logs.get(p, {})}
+            for p in partitions
         },
         "version": 1,
         "instantsRollback": [{"commitTime": instant.timestamp, "action": instant.action}],

@@ -26,7 +26,9 @@ from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
 from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
-from pyhudi.table.fs_view import BaseFile
+from pyhudi.read.merge import MergeSpec
+from pyhudi.spark.merged import merged_keys
+from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.write.columns import FILE_ID
 
@@ -101,19 +103,39 @@ def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> Dat
     return keyed.mapInArrow(add, schema)
 
 
-def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] | None,
-                  index_type: str) -> Lookup:
-    """SIMPLE / GLOBAL_SIMPLE: the record keys of all latest base files in ``partitions``."""
+def _split(table: HudiTable, partitions: list[str] | None) -> tuple[FileSystemView, list[BaseFile], list[FileSlice]]:
+    """Latest base files of slices without log files, and the slices with log files."""
     view = table.file_system_view(partitions=partitions)
-    files = view.latest_base_files()
-    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files))
-    if not files:
-        return Lookup(None, stats)
-    uris = [table.storage.uri(b.path) for b in files]
-    existing = spark.read.parquet(*uris).select(
-        F.col(RECORD_KEY).alias(EXISTING_RK), F.col(PARTITION_PATH).alias(EXISTING_PP),
-        F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
-    return Lookup(existing, stats)
+    slices = view.latest_slices()
+    plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
+    return view, plain, [s for s in slices if s.log_files]
+
+
+def _with_merged_keys(spark: SparkSession, table: HudiTable, view: FileSystemView, existing: DataFrame | None,
+                      logged: list[FileSlice], spec: MergeSpec | None) -> DataFrame | None:
+    """Add the keys alive in merge-on-read slices with log files (a log may delete a base key)."""
+    if not logged:
+        return existing
+    schema = table.arrow_schema()
+    if schema is None:
+        return existing
+    merged = merged_keys(spark, table.storage.base_uri, [s.to_read() for s in logged], schema,
+                         spec or MergeSpec(None), view.visibility(), names=(EXISTING_RK, EXISTING_PP, FILE_ID))
+    return merged if existing is None else existing.unionByName(merged)
+
+
+def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] | None,
+                  index_type: str, *, spec: MergeSpec | None = None) -> Lookup:
+    """SIMPLE / GLOBAL_SIMPLE: the record keys of all latest file slices in ``partitions``."""
+    view, files, logged = _split(table, partitions)
+    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files) + len(logged))
+    existing = None
+    if files:
+        uris = [table.storage.uri(b.path) for b in files]
+        existing = spark.read.parquet(*uris).select(
+            F.col(RECORD_KEY).alias(EXISTING_RK), F.col(PARTITION_PATH).alias(EXISTING_PP),
+            F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
+    return Lookup(_with_merged_keys(spark, table, view, existing, logged, spec), stats)
 
 
 def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> list[B.FileRange]:
@@ -135,15 +157,18 @@ def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> lis
 
 
 def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partitions: list[str] | None,
-                 cfg: HudiConfig, *, global_index: bool) -> Lookup:
-    """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors."""
+                 cfg: HudiConfig, *, global_index: bool, spec: MergeSpec | None = None) -> Lookup:
+    """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors.
+
+    Merge-on-read slices with log files are looked up by their merged keys instead (their base
+    file's bloom filter still holds keys a log block deleted).
+    """
     index_type = "GLOBAL_BLOOM" if global_index else "BLOOM"
     started = time.monotonic()
-    view = table.file_system_view(partitions=partitions)
-    files = view.latest_base_files()
-    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files))
+    view, files, logged = _split(table, partitions)
+    stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files) + len(logged))
     if not files:
-        return Lookup(None, stats)
+        return Lookup(_with_merged_keys(spark, table, view, None, logged, spec), stats)
     base_uri = table.storage.base_uri
     parallelism = spark.sparkContext.defaultParallelism
     prune = cfg.get(C.BLOOM_PRUNE_BY_RANGES)
@@ -168,4 +193,4 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     checked = checked.persist()
     existing = checked.where(~F.col("is_stat")).select(
         F.col(B.KEY).alias(EXISTING_RK), F.col(B.PARTITION).alias(EXISTING_PP), F.col(B.FILE_ID).alias(FILE_ID))
-    return Lookup(existing, stats, check_output=checked)
+    return Lookup(_with_merged_keys(spark, table, view, existing, logged, spec), stats, check_output=checked)

@@ -32,6 +32,8 @@ from pyhudi.io.avro_schema import (
 )
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.read.merge import MergeSpec
+from pyhudi.services.compaction import pending_file_groups
 from pyhudi.spark.index import (
     EXISTING_PP,
     EXISTING_RK,
@@ -43,9 +45,12 @@ from pyhudi.spark.index import (
     with_hash_bucket,
 )
 from pyhudi.spark.keygen import with_keys
+from pyhudi.table.fs_view import FileSystemView
+from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
+from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.columns import BUCKET, FILE_ID, IS_DELETE, SHUFFLE_KEY, STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import bulk_insert_writer, write_buckets
@@ -53,12 +58,14 @@ from pyhudi.write.markers import delete_markers
 from pyhudi.write.plan import (
     BucketPlan,
     HashBucketCount,
+    LogTarget,
     PartitionProfile,
     SmallFile,
     WriteContext,
     assign_buckets,
     average_record_size,
     plan_bucket_index,
+    to_append_buckets,
 )
 
 
@@ -117,6 +124,18 @@ class Pipeline:
     def is_global(self) -> bool:
         return self.cfg.get(C.INDEX_TYPE).startswith("GLOBAL_")
 
+    @property
+    def is_mor(self) -> bool:
+        return self.table.table_type == MERGE_ON_READ
+
+    @property
+    def write_action(self) -> str:
+        """``deltacommit`` on merge-on-read tables, ``commit`` on copy-on-write ones."""
+        return commit_action_for(self.table.table_type)
+
+    def merge_spec(self) -> MergeSpec:
+        return MergeSpec(self.ordering_field, keep_larger_ordering=self.cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD)
+
     def _phase(self, name: str, started: float) -> float:
         now = time.monotonic()
         self.phases[f"{name}_s"] = round(now - started, 3)
@@ -143,7 +162,8 @@ class Pipeline:
             storage_schema_ipc=file_schema.serialize().to_pybytes(),
             precombine_field=self.ordering_field,
             keep_larger_ordering=cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD,
-            max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO))
+            max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
+            log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE))
 
     def combines(self, operation: str) -> bool:
         """Whether incoming duplicates are combined (``hoodie.combine.before.*``)."""
@@ -187,7 +207,7 @@ class Pipeline:
     def run(self, data: DataFrame, *, operation: str, overwrite: bool,
             schema_json: str) -> tuple[CommitMetadata, dict[str, Any]]:
         table = self.table
-        action = REPLACE_COMMIT if overwrite else COMMIT
+        action = REPLACE_COMMIT if overwrite else self.write_action
         timeline = table.timeline
         if overwrite:
             from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA, write_record
@@ -248,7 +268,7 @@ class Pipeline:
             keyed = keyed.repartition(n, PARTITION_PATH)
             if mode.endswith("SORT"):
                 keyed = keyed.sortWithinPartitions(PARTITION_PATH, RECORD_KEY)
-        action = REPLACE_COMMIT if overwrite else COMMIT
+        action = REPLACE_COMMIT if overwrite else self.write_action
         self.table.timeline.transition_inflight(self.instant, action, b"")
         started = self._phase("plan", started)
         stats = keyed.mapInArrow(lambda it: bulk_insert_writer(it, ctx), STATS_DDL).collect()
@@ -301,7 +321,7 @@ class Pipeline:
                 prof.updates[row[FILE_ID]] = row["count"]
         if needs_index:
             self.index_stats = lookup.finish()
-        self._inflight(profile, operation, COMMIT)
+        self._inflight(profile, operation, self.write_action)
         if not profile:
             return []
         plan = self.plan(profile)
@@ -312,11 +332,12 @@ class Pipeline:
         """The stored records the incoming keys may match, by the configured index."""
         index_type = self.cfg.get(C.INDEX_TYPE)
         if index_type in ("BLOOM", "GLOBAL_BLOOM"):
-            found = bloom_lookup(self._spark, self.table, keyed, partitions, self.cfg, global_index=self.is_global)
+            found = bloom_lookup(self._spark, self.table, keyed, partitions, self.cfg, global_index=self.is_global,
+                                 spec=self.merge_spec())
             if found.check_output is not None:
                 self._cached.append(found.check_output)
             return found
-        return simple_lookup(self._spark, self.table, partitions, index_type)
+        return simple_lookup(self._spark, self.table, partitions, index_type, spec=self.merge_spec())
 
     def tag(self, keyed: DataFrame, existing: DataFrame | None) -> DataFrame:
         """Join incoming keys with the stored ones: the file group of every update and delete."""
@@ -349,11 +370,19 @@ class Pipeline:
         latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}
         small: dict[str, list[SmallFile]] = {}
         limit = cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
+        pending = pending_file_groups(self.table.timeline) if self.is_mor else {}
         if limit > 0 and self.table.timeline.completed_writes():
-            for b in bases:
-                if b.size < limit and profile.get(b.partition_path, PartitionProfile(0, {})).inserts > 0:
-                    small.setdefault(b.partition_path, []).append(
-                        SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
+            for s in view.latest_slices():
+                b = s.base_file
+                if b is None or b.size >= limit or profile.get(b.partition_path, PartitionProfile(0, {})).inserts <= 0:
+                    continue
+                if self.is_mor and (s.log_files or (b.partition_path, b.file_id) in pending):
+                    continue  # merge-on-read: only file groups without log files take inserts
+                small.setdefault(b.partition_path, []).append(
+                    SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
+            if self.is_mor:
+                cap = cfg.get(C.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT)
+                small = {p: sorted(files, key=lambda f: f.size)[:cap] for p, files in small.items()}
         threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit
         commits = []
         for inst in reversed(self.table.timeline.completed([COMMIT])):  # stop reading at the first big one
@@ -364,9 +393,13 @@ class Pipeline:
         avg = average_record_size(commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
                                   threshold_bytes=threshold)
         self.phases["avg_record_size"] = avg
-        return assign_buckets(profile, latest, small, avg_record_size=avg,
+        plan = assign_buckets(profile, latest, small, avg_record_size=avg,
                               max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE),
                               auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE))
+        if not self.is_mor:
+            return plan
+        rewrite = {(f.partition_path, f.file_id) for files in small.values() for f in files}
+        return to_append_buckets(plan, log_targets(view, pending), rewrite)
 
     def assign(self, tagged: DataFrame, plan: Any) -> DataFrame:
         """Bucket of every record as a Spark expression, then one Spark partition per bucket."""
@@ -416,7 +449,10 @@ class Pipeline:
             [HashBucketCount(r[PARTITION_PATH], r[HASH_BUCKET], r["n"], r["deletes"]) for r in counts],
             {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}, groups,
             bucket_file_id_prefix)
-        self._inflight(profile, operation, COMMIT)
+        if self.is_mor:
+            view = self.table.file_system_view(partitions=partitions)
+            plan = to_append_buckets(plan, log_targets(view, pending_file_groups(self.table.timeline)), set())
+        self._inflight(profile, operation, self.write_action)
         if not plan.buckets:
             return []
         started = self._phase("plan", started)
@@ -431,6 +467,26 @@ class Pipeline:
         self.phases["buckets"] = len(plan.buckets)
         self._phase("write", started)
         return [r.asDict() for r in stats]
+
+
+def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> dict[tuple[str, str], LogTarget]:
+    """Where each file group's log blocks go: the current log file of its latest slice.
+
+    A file group in a pending compaction plan starts the slice of that compaction instead: its
+    new log files are named with the compaction's instant, and the planned files stay untouched.
+    """
+    out = {}
+    for piece in view.latest_slices():
+        key = (piece.partition_path, piece.file_id)
+        base_instant = pending.get(key, piece.base_instant)
+        own = [lf for lf in piece.log_files if lf.base_instant == base_instant]
+        current = max(own, key=lambda lf: (lf.version, lf.write_token or "")) if own else None
+        base_name = piece.base_file.name if piece.base_file is not None and key not in pending else ""
+        out[key] = LogTarget(base_instant, base_name, current.path if current else None,
+                             current.size if current else 0,
+                             max((lf.version for lf in own), default=0) + 1,
+                             tuple(lf.name for lf in piece.log_files if lf.base_instant == base_instant))
+    return out
 
 
 def by_partition_and(mapping: dict[tuple[str, Any], int], second: Column) -> Column:

@@ -21,6 +21,8 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.keygen.spec import DEFAULT_PARTITION
+from pyhudi.read.merge import MergeSpec
+from pyhudi.spark.merged import read_merged
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import parse_instant_time
 
@@ -102,10 +104,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     as_of_instant = normalize_instant(as_of) if as_of else None
     view = table.file_system_view(as_of=as_of_instant)
     slices = view.latest_slices()
-    if query == "snapshot" and any(s.log_files for s in slices):
-        raise HudiUnsupportedError(
-            "snapshot queries of merge-on-read tables with log files are not supported yet; "
-            "use hoodie.datasource.query.type=read_optimized")
+    merged = query == "snapshot"  # read_optimized: base files only
     schema = _schema(spark, table, [s.base_file.path for s in slices if s.base_file is not None])
     if schema is None:
         return spark.createDataFrame([], T.StructType([
@@ -117,11 +116,19 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         if kept is not None:
             keep = set(kept)
             slices = [s for s in slices if s.partition_path in keep]
-    bases = [s.base_file for s in slices if s.base_file is not None]
+    bases = [s.base_file for s in slices if s.base_file is not None and not (merged and s.log_files)]
     if not bases:
         df = spark.createDataFrame([], schema)
     else:
         df = _read_files(spark, table, bases, schema)
+    logged = [s for s in slices if merged and s.log_files]
+    if logged:  # merge-on-read slices with log files: merged in executors
+        file_schema = table.arrow_schema()
+        assert file_schema is not None
+        payload = table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)
+        spec = MergeSpec(table.config.precombine_field, keep_larger_ordering=payload == C.DEFAULT_PAYLOAD)
+        df = df.unionByName(read_merged(spark, table.storage.base_uri, [s.to_read() for s in logged],
+                                        file_schema, schema, spec, view.visibility()))
     if filters is not None:
         df = df.where(filters)
     return df

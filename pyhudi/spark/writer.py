@@ -38,7 +38,8 @@ from pyhudi.spark.keygen import field_type
 from pyhudi.spark.pipeline import Pipeline
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write import schema as schema_evolution
 from pyhudi.write.commit import WriteResult, summarize
 
@@ -117,6 +118,8 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
     props[P.DROP_PARTITION_COLUMNS] = "false"
     props[P.BASE_FILE_FORMAT] = "PARQUET"
     props[P.ARCHIVE_FOLDER] = "archived"
+    if cfg.get(C.TABLE_TYPE) == P.MERGE_ON_READ:
+        props[P.PAYLOAD_CLASS] = cfg.get(C.PAYLOAD_CLASS)
     props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
     if not cfg.get(C.POPULATE_META_FIELDS):
         props[P.POPULATE_META_FIELDS] = "false"
@@ -176,8 +179,6 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
                                    "bulk_insert or delete (mode='overwrite' replaces the whole table)")
     if overwrite and operation == "delete":
         raise HudiConfigError("mode='overwrite' cannot be combined with the delete operation")
-    if cfg.get(C.TABLE_TYPE) != "COPY_ON_WRITE":
-        raise HudiUnsupportedError("MERGE_ON_READ tables are not supported yet; use COPY_ON_WRITE")
     if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET"):
         raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
                                    "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET")
@@ -215,7 +216,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     rolled_back = rollback_failed_writes(table.storage, table.timeline, utc=utc)
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
-    action = REPLACE_COMMIT if overwrite else COMMIT
+    action = REPLACE_COMMIT if overwrite else commit_action_for(table.table_type)
     instant = new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
     pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                         ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns)
@@ -234,6 +235,12 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     stats = summarize(meta)
     stats.update(phase)
     stats["rolled_back_instants"] = rolled_back
+    if table.table_type == P.MERGE_ON_READ and not overwrite:
+        from pyhudi.spark.compaction import inline_compaction
+
+        compacted = inline_compaction(df.sparkSession, table, cfg)
+        if compacted:
+            stats["compactions"] = compacted
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
     return WriteResult(instant, operation, path, stats, meta.write_stats())

@@ -157,3 +157,12 @@ class Storage:
         target = self.full(rel)
         self.fs.create_dir(posixpath.dirname(target), recursive=True)
         return self.fs.open_output_stream(target)
+
+    @property
+    def can_append(self) -> bool:
+        """Whether files can be appended to in place (object stores cannot: writers roll over)."""
+        return self.is_local
+
+    def open_append(self, rel: str) -> pafs.NativeFile:
+        """An output stream positioned at the end of an existing file (log files only)."""
+        return self.fs.open_append_stream(self.full(rel))

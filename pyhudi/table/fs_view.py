@@ -12,6 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
 from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.timeline.instant import REPLACE_COMMIT
@@ -60,6 +61,11 @@ class FileSlice:
     base_instant: str
     base_file: BaseFile | None
     log_files: tuple[LogFile, ...] = ()
+
+    def to_read(self) -> SliceToRead:
+        """The picklable plan an executor merges this slice from."""
+        return SliceToRead(self.partition_path, self.file_id, self.base_file.path if self.base_file else None,
+                           tuple(lf.path for lf in self.log_files))
 
 
 @dataclass
@@ -173,6 +179,10 @@ class FileSystemView:
             if latest is not None:
                 out.append(latest)
         return out
+
+    def visibility(self, *, before: str | None = None) -> Visibility:
+        """Which instants' log blocks readers of this view may use."""
+        return Visibility(frozenset(self._committed), self._archived_before, self.as_of, before)
 
     def latest_base_files(self, partition: str | None = None) -> list[BaseFile]:
         return [s.base_file for s in self.latest_slices(partition) if s.base_file is not None]

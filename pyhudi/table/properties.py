@@ -40,6 +40,9 @@ PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
 
+COPY_ON_WRITE = "COPY_ON_WRITE"
+MERGE_ON_READ = "MERGE_ON_READ"
+
 
 def java_date(moment: dt.datetime | None = None) -> str:
     """``java.util.Date.toString()`` form, used in the comment line of properties files."""

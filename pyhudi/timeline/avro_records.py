@@ -73,6 +73,28 @@ REQUESTED_REPLACE_METADATA = {
 }
 
 
+#: ``HoodieCompactionPlan`` (plan version 2: log and base files by name, relative to their partition).
+#: Later Hudi releases added fields with defaults (strategy, preserveHoodieMetadata), which Avro
+#: schema resolution fills in when Java reads our plans.
+COMPACTION_PLAN = {
+    "type": "record", "name": "HoodieCompactionPlan", "namespace": NAMESPACE,
+    "fields": [
+        {"name": "operations", "type": _opt({"type": "array", "items": {
+            "type": "record", "name": "HoodieCompactionOperation", "fields": [
+                {"name": "baseInstantTime", "type": _opt(_STR)},
+                {"name": "deltaFilePaths", "type": _opt({"type": "array", "items": _STR}), "default": None},
+                {"name": "dataFilePath", "type": _opt(_STR), "default": None},
+                {"name": "fileId", "type": _opt(_STR)},
+                {"name": "partitionPath", "type": _opt(_STR), "default": None},
+                {"name": "metrics", "type": _opt({"type": "map", "values": "double"}), "default": None},
+                {"name": "bootstrapFilePath", "type": _opt(_STR), "default": None},
+            ]}}), "default": None},
+        {"name": "extraMetadata", "type": _opt({"type": "map", "values": _STR}), "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+    ],
+}
+
+
 def _with_instant_info_inline(schema: dict) -> dict:
     """The metadata schema references HoodieInstantInfo by name; define it where it is first used."""
     if schema is ROLLBACK_METADATA:

@@ -41,6 +41,15 @@ class WriteStat:
     minEventTime: Any = None
     maxEventTime: Any = None
     runtimeStats: dict[str, int] | None = None
+    # HoodieDeltaWriteStat: set on stats of log files written by merge-on-read writes
+    logVersion: int | None = None
+    logOffset: int | None = None
+    baseFile: str | None = None
+    logFiles: list[str] | None = None
+
+    @property
+    def is_log(self) -> bool:
+        return self.logVersion is not None
 
     def to_json_dict(self) -> dict[str, Any]:
         order = ["fileId", "path", "cdcStats", "prevCommit", "numWrites", "numDeletes",
@@ -50,7 +59,11 @@ class WriteStat:
                  "totalCorruptLogBlock", "totalRollbackBlocks", "fileSizeInBytes", "minEventTime",
                  "maxEventTime", "runtimeStats"]
         data = asdict(self)
-        return {k: data[k] for k in order}
+        out = {k: data[k] for k in order}
+        if self.is_log:
+            out.update(logVersion=self.logVersion, logOffset=self.logOffset, baseFile=self.baseFile or "",
+                       logFiles=list(self.logFiles or []), recordsStats={"val": None})
+        return out
 
     @classmethod
     def from_json_dict(cls, data: dict[str, Any]) -> WriteStat:

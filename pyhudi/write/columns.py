@@ -25,5 +25,19 @@ STATS_SCHEMA = pa.schema([
     ("time_ms", pa.int64()),
     ("min_key", pa.string()),
     ("max_key", pa.string()),
+    ("write_bytes", pa.int64()),
+    # log files (merge-on-read APPEND) only
+    ("log_version", pa.int64()),
+    ("log_offset", pa.int64()),
+    ("base_file", pa.string()),
+    ("log_files", pa.string()),  # names of the slice's log files after the write, newline-separated
+    ("log_blocks", pa.int64()),
+    # compaction only
+    ("log_records", pa.int64()),
+    ("log_files_compacted", pa.int64()),
+    ("log_size_compacted", pa.int64()),
+    ("updated_compacted", pa.int64()),
+    ("rollback_blocks", pa.int64()),
+    ("corrupt_blocks", pa.int64()),
 ])
 STATS_DDL = ", ".join(f"{f.name} {'string' if f.type == pa.string() else 'long'}" for f in STATS_SCHEMA)

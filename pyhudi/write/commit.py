@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
-from pyhudi.write.markers import CREATE
+from pyhudi.write.markers import APPEND, CREATE
 
 
 @dataclass
@@ -25,15 +25,32 @@ class WriteResult:
 
 
 def write_stat(row: dict[str, Any]) -> WriteStat:
+    """The ``HoodieWriteStat`` of one executor stats row (a delta write stat for log files)."""
     io_type = row["io_type"]
     runtime = {"totalScanTime": 0, "totalUpsertTime": row["time_ms"] if io_type != CREATE else 0,
                "totalCreateTime": row["time_ms"] if io_type == CREATE else 0}
-    return WriteStat(
+    stat = WriteStat(
         fileId=row["file_id"], path=row["path"], partitionPath=row["partition_path"],
         prevCommit=row["prev_commit"] or "null", numWrites=row["num_writes"],
         numDeletes=row["num_deletes"], numUpdateWrites=row["num_update_writes"],
-        numInserts=row["num_inserts"], totalWriteBytes=row["file_size"],
+        numInserts=row["num_inserts"], totalWriteBytes=row.get("write_bytes") or row["file_size"],
         fileSizeInBytes=row["file_size"], runtimeStats=runtime)
+    if io_type == APPEND:
+        stat.logVersion = row["log_version"]
+        stat.logOffset = row["log_offset"]
+        stat.baseFile = row["base_file"] or ""
+        stat.logFiles = [n for n in (row["log_files"] or "").split("\n") if n]
+        stat.totalLogBlocks = row.get("log_blocks") or 0
+        stat.totalLogRecords = row["num_writes"] + row["num_deletes"]
+    if row.get("log_files_compacted") is not None:  # compaction
+        stat.totalLogFilesCompacted = row["log_files_compacted"]
+        stat.totalLogSizeCompacted = row["log_size_compacted"] or 0
+        stat.totalUpdatedRecordsCompacted = row["updated_compacted"] or 0
+        stat.totalLogRecords = row["log_records"] or 0
+        stat.totalLogBlocks = row.get("log_blocks") or 0
+        stat.totalRollbackBlocks = row["rollback_blocks"] or 0
+        stat.totalCorruptLogBlock = row["corrupt_blocks"] or 0
+    return stat
 
 
 def commit_metadata(rows: list[dict[str, Any]], *, operation_type: str, schema_json: str,

@@ -35,7 +35,7 @@ from pyhudi.storage import Storage
 from pyhudi.table.properties import write_partition_metadata
 from pyhudi.write.columns import BUCKET, IS_DELETE, STATS_SCHEMA
 from pyhudi.write.markers import CREATE, MERGE, create_marker
-from pyhudi.write.plan import UPDATE, WriteBucket, WriteContext
+from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
 
 
 @dataclass(frozen=True)
@@ -88,15 +88,25 @@ def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_n
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def stats_row(partition: str, fid: str, path: str, *, prev_commit: str, io_type: str, num_writes: int,
+                      deletes: int, updates: int, inserts: int, file_size: int, started: float,
+                      min_key: str | None, max_key: str | None) -> dict:
+    """One row of :data:`STATS_SCHEMA`: what a handle wrote, for the driver's commit metadata."""
+    return {
+        "partition_path": partition, "file_id": fid, "path": path, "prev_commit": prev_commit,
+        "io_type": io_type, "num_writes": num_writes, "num_deletes": deletes,
+        "num_update_writes": updates, "num_inserts": inserts, "file_size": file_size,
+        "time_ms": int((time.monotonic() - started) * 1000), "min_key": min_key, "max_key": max_key,
+        "write_bytes": file_size,
+    }
+
+
 def _stats_row(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
                deletes: int, updates: int, inserts: int, started: float) -> dict:
-    return {
-        "partition_path": bucket_partition, "file_id": fid, "path": written.path, "prev_commit": prev_commit,
-        "io_type": io_type, "num_writes": written.num_rows, "num_deletes": deletes,
-        "num_update_writes": updates, "num_inserts": inserts, "file_size": written.size,
-        "time_ms": int((time.monotonic() - started) * 1000), "min_key": written.min_key,
-        "max_key": written.max_key,
-    }
+    return stats_row(bucket_partition, fid, written.path, prev_commit=prev_commit, io_type=io_type,
+                             num_writes=written.num_rows, deletes=deletes, updates=updates, inserts=inserts,
+                             file_size=written.size, started=started, min_key=written.min_key,
+                             max_key=written.max_key)
 
 
 def _open(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
@@ -193,6 +203,10 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     return rows.take(order.filter(pa.array(first)))
 
 
+def stats_batch(stats: dict) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([stats], schema=STATS_SCHEMA)
+
+
 def _collect(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     items = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(items) if items else None
@@ -219,12 +233,16 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
         if ctx.combine_in_handles:
             rows = combine(rows, ctx.precombine_field)
         stats: dict | None
-        if bucket.kind == UPDATE:
+        if bucket.kind == APPEND:
+            from pyhudi.write.append import append_handle  # it builds on this module's row helpers
+
+            stats = append_handle(storage, ctx, schema, bucket, rows, task)
+        elif bucket.kind == UPDATE:
             stats = merge_handle(storage, ctx, schema, bucket, rows, task)
         else:
             stats = create_handle(storage, ctx, schema, bucket, rows, task)
         if stats is not None:
-            yield pa.RecordBatch.from_pylist([stats], schema=STATS_SCHEMA)
+            yield stats_batch(stats)
 
 
 class _OpenFile:
@@ -267,9 +285,9 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
     def finish(f: _OpenFile) -> pa.RecordBatch:
         flush(f)
         written = f.writer.close()
-        return pa.RecordBatch.from_pylist([_stats_row(
+        return stats_batch(_stats_row(
             f.partition, f.fid, written, prev_commit="null", io_type=CREATE, deletes=0, updates=0,
-            inserts=written.num_rows, started=f.started)], schema=STATS_SCHEMA)
+            inserts=written.num_rows, started=f.started))
 
     for batch in batches:
         if not batch.num_rows:

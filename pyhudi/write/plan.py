@@ -17,18 +17,37 @@ from pyhudi.io.file_names import new_file_id_prefix
 
 INSERT = "INSERT"
 UPDATE = "UPDATE"
+APPEND = "APPEND"  # merge-on-read: updates and deletes appended to the file group's log
 
 
 @dataclass(frozen=True)
 class WriteBucket:
-    """One unit of executor work: a file group to rewrite (UPDATE) or to create (INSERT)."""
+    """One unit of executor work: a file group to rewrite (UPDATE), to create (INSERT), or whose
+    log to append to (APPEND, merge-on-read)."""
 
     bucket_id: int
     kind: str
     partition_path: str
-    file_id_prefix: str  # UPDATE: the file id itself; INSERT: a uuid, files are "<uuid>-<n>"
+    file_id_prefix: str  # UPDATE/APPEND: the file id itself; INSERT: a uuid, files are "<uuid>-<n>"
     base_file: str | None = None  # UPDATE: relative path of the base file being merged
     prev_commit: str = "null"
+    log: LogTarget | None = None  # APPEND: where the log blocks go
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    """Where an APPEND bucket writes: the slice's current log file, or the next log version.
+
+    ``base_instant`` names the slice in log file names: the base file's instant, or a pending
+    compaction's instant, whose slice new log records belong to.
+    """
+
+    base_instant: str
+    base_file_name: str  # of the slice being appended to ("" when it has none)
+    current: str | None  # relative path of the log file to append to, None to start a new one
+    current_size: int
+    next_version: int
+    log_files: tuple[str, ...]  # names of the slice's log files before this write
 
 
 @dataclass(frozen=True)
@@ -55,6 +74,8 @@ class WriteContext:
     # de-duplicate incoming rows per bucket in the executor instead of in a separate Spark shuffle:
     # duplicates of a key always share a bucket when the index is not global
     combine_in_handles: bool = False
+    log_block_format: str = "avro"  # hoodie.logfile.data.block.format
+    log_max_size: int = 1024 * 1024 * 1024  # hoodie.logfile.max.size
 
 
 @dataclass
@@ -65,8 +86,8 @@ class BucketPlan:
     insert_weights: dict[str, tuple[int, list[tuple[float, int]]]] = field(default_factory=dict)
 
     def _add(self, kind: str, partition: str, prefix: str, base_file: str | None = None,
-             prev_commit: str = "null") -> int:
-        bucket = WriteBucket(len(self.buckets), kind, partition, prefix, base_file, prev_commit)
+             prev_commit: str = "null", log: LogTarget | None = None) -> int:
+        bucket = WriteBucket(len(self.buckets), kind, partition, prefix, base_file, prev_commit, log)
         self.buckets.append(bucket)
         return bucket.bucket_id
 
@@ -180,3 +201,18 @@ def average_record_size(commits: list[tuple[int, int]], *, default: int, thresho
         if total_bytes > threshold_bytes and records > 0:
             return int(math.ceil(total_bytes / records))
     return default
+
+
+def to_append_buckets(plan: BucketPlan, targets: dict[tuple[str, str], LogTarget],
+                      rewrite: set[tuple[str, str]]) -> BucketPlan:
+    """Merge-on-read: turn UPDATE buckets into APPEND buckets, except the small file groups in
+    ``rewrite``, which are merged into a new base file as copy-on-write does (Hudi routes
+    inserts to a small file group that has no log files this way)."""
+    buckets = []
+    for b in plan.buckets:
+        key = (b.partition_path, b.file_id_prefix)
+        if b.kind == UPDATE and key not in rewrite:
+            b = WriteBucket(b.bucket_id, APPEND, b.partition_path, b.file_id_prefix, b.base_file,
+                            b.prev_commit, targets[key])
+        buckets.append(b)
+    return BucketPlan(buckets, plan.update_bucket, plan.insert_weights)

@@ -1,0 +1,227 @@
+"""Compaction of merge-on-read tables: plans on the timeline, and when to make one.
+
+Compaction folds the log files of a file slice into a new base file. It is two steps, each an
+instant state: scheduling writes ``T.compaction.requested`` (an Avro ``HoodieCompactionPlan``
+naming the base and log files of every slice to compact); running it writes the new base files,
+named with T, and completes as ``T.commit`` (operation ``COMPACT``). While a plan is pending,
+writers keep going: new log records of a planned file group start the slice of T (log files
+named with base instant T), so the compaction and the writes never touch the same files.
+
+This module is plain Python (planning, plan (de)serialisation, triggers); executing a plan is
+distributed by :mod:`pyhudi.spark.compaction`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiCompactionError, HudiUnsupportedError
+from pyhudi.io.avro_schema import FILE_NAME
+from pyhudi.io.base_file import ParquetSettings, write_base_file
+from pyhudi.io.file_names import base_file_name, relative_path
+from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.storage import Storage
+from pyhudi.table.fs_view import FileSlice, FileSystemView
+from pyhudi.table.properties import MERGE_ON_READ
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.avro_records import COMPACTION_PLAN, write_record
+from pyhudi.timeline.instant import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+    new_instant_time,
+)
+from pyhudi.timeline.timeline import Timeline, read_avro_record
+from pyhudi.write.markers import MERGE, create_marker
+
+MB = 1024 * 1024
+PLAN_VERSION = 2
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One file slice to compact (``HoodieCompactionOperation``); file names relative to the partition."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    base_file: str | None
+    log_files: tuple[str, ...]
+    metrics: tuple[tuple[str, float], ...] = ()
+
+    def _rel(self, name: str) -> str:
+        return posixpath.join(self.partition_path, name) if self.partition_path else name
+
+    def to_read(self) -> SliceToRead:
+        return SliceToRead(self.partition_path, self.file_id, self._rel(self.base_file) if self.base_file else None,
+                           tuple(self._rel(n) for n in self.log_files))
+
+    def metric(self, name: str) -> float:
+        return dict(self.metrics).get(name, 0.0)
+
+    def to_avro(self) -> dict:
+        return {"baseInstantTime": self.base_instant, "deltaFilePaths": list(self.log_files),
+                "dataFilePath": self.base_file, "fileId": self.file_id, "partitionPath": self.partition_path,
+                "metrics": dict(self.metrics), "bootstrapFilePath": None}
+
+    @classmethod
+    def from_avro(cls, rec: dict) -> CompactionOperation:
+        partition = rec.get("partitionPath") or ""
+        base = rec.get("dataFilePath")
+        return cls(partition, rec.get("fileId") or "", rec.get("baseInstantTime") or "",
+                   posixpath.basename(base) if base else None,
+                   tuple(posixpath.basename(p) for p in rec.get("deltaFilePaths") or []),
+                   tuple(sorted((rec.get("metrics") or {}).items())))
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    operations: tuple[CompactionOperation, ...]
+
+    def to_bytes(self) -> bytes:
+        return write_record(COMPACTION_PLAN, {"operations": [op.to_avro() for op in self.operations],
+                                              "extraMetadata": {}, "version": PLAN_VERSION})
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str) -> CompactionPlan:
+        rec = read_avro_record(data, source=source)
+        return cls(tuple(CompactionOperation.from_avro(op) for op in rec.get("operations") or []))
+
+
+def read_plan(timeline: Timeline, instant_time: str) -> CompactionPlan:
+    requested = Instant(instant_time, State.REQUESTED, COMPACTION)
+    if requested not in timeline.instant_files:
+        raise HudiCompactionError(f"no compaction plan {instant_time} on the timeline; "
+                                  "list plans with `pyhudi compaction show PATH`")
+    return CompactionPlan.from_bytes(timeline.read_bytes(requested), source=timeline.path_of(requested))
+
+
+def pending_compactions(timeline: Timeline) -> list[Instant]:
+    return timeline.pending([COMPACTION])
+
+
+def pending_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> instant of the pending compaction that covers the group."""
+    out: dict[tuple[str, str], str] = {}
+    for inst in pending_compactions(timeline):
+        for op in read_plan(timeline, inst.timestamp).operations:
+            out[(op.partition_path, op.file_id)] = inst.timestamp
+    return out
+
+
+def _operation(piece: FileSlice) -> CompactionOperation:
+    log_size = sum(lf.size for lf in piece.log_files)
+    base_size = piece.base_file.size if piece.base_file else 0
+    read_mb = (base_size + log_size) / MB
+    write_mb = base_size / MB
+    metrics = {"TOTAL_LOG_FILES": float(len(piece.log_files)), "TOTAL_LOG_FILES_SIZE": float(log_size),
+               "TOTAL_IO_READ_MB": read_mb, "TOTAL_IO_WRITE_MB": write_mb, "TOTAL_IO_MB": read_mb + write_mb}
+    return CompactionOperation(piece.partition_path, piece.file_id, piece.base_instant,
+                               piece.base_file.name if piece.base_file else None,
+                               tuple(lf.name for lf in piece.log_files), tuple(sorted(metrics.items())))
+
+
+def plan_compaction(view: FileSystemView, excluded: set[tuple[str, str]], cfg: HudiConfig) -> CompactionPlan:
+    """Hudi's compaction planning: latest slices with log files, not already being compacted,
+    chosen by the configured strategy."""
+    ops = [_operation(s) for s in view.latest_slices()
+           if s.log_files and (s.partition_path, s.file_id) not in excluded]
+    if cfg.get(C.COMPACTION_STRATEGY).endswith("LogFileSizeBasedCompactionStrategy"):
+        ops.sort(key=lambda op: -op.metric("TOTAL_LOG_FILES_SIZE"))
+        budget = float(cfg.get(C.COMPACTION_TARGET_IO))
+        chosen = []
+        for op in ops:
+            chosen.append(op)
+            budget -= op.metric("TOTAL_IO_MB")
+            if budget <= 0:
+                break
+        ops = chosen
+    return CompactionPlan(tuple(sorted(ops, key=lambda op: (op.partition_path, op.file_id))))
+
+
+def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_time: str) -> CompactionPlan | None:
+    """Write the plan of compaction ``instant_time``; None (nothing written) when no slice has logs.
+
+    Pending writes must be rolled back first: their log blocks would otherwise sit in the planned
+    files undecided.
+    """
+    pending = timeline.pending(WRITE_ACTIONS)
+    if pending:
+        raise HudiCompactionError(
+            f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
+            "let them finish, or run a write (which rolls failed ones back) first")
+    plan = plan_compaction(view, set(pending_file_groups(timeline)), cfg)
+    if not plan.operations:
+        return None
+    timeline.create_requested(instant_time, COMPACTION, plan.to_bytes())
+    return plan
+
+
+def delta_commits_since_last_compaction(timeline: Timeline) -> int:
+    """Completed delta commits after the latest completed commit (on MOR tables: compactions)."""
+    commits = timeline.completed([COMMIT])
+    last = commits[-1].timestamp if commits else ""
+    return sum(1 for i in timeline.completed([DELTA_COMMIT]) if i.timestamp > last)
+
+
+def compaction_due(timeline: Timeline, cfg: HudiConfig) -> bool:
+    """Whether the inline trigger (``hoodie.compact.inline.trigger.strategy``) is reached."""
+    strategy = cfg.get(C.COMPACT_INLINE_TRIGGER_STRATEGY)
+    if strategy not in ("NUM_COMMITS", "NUM_COMMITS_AFTER_LAST_REQUEST"):
+        raise HudiUnsupportedError(f"hoodie.compact.inline.trigger.strategy={strategy} is not supported; "
+                                   "use NUM_COMMITS")
+    count = delta_commits_since_last_compaction(timeline)
+    if strategy == "NUM_COMMITS_AFTER_LAST_REQUEST":
+        requested = [i.timestamp for i in timeline.instants() if i.action == COMPACTION or (
+            i.action == COMMIT and i.is_completed)]
+        last = max(requested) if requested else ""
+        count = sum(1 for i in timeline.completed([DELTA_COMMIT]) if i.timestamp > last)
+    return count >= cfg.get(C.COMPACT_INLINE_MAX_DELTA_COMMITS)
+
+
+def schedule_compaction(table: HudiTable, cfg: HudiConfig, *, instant_time: str | None = None) -> str | None:
+    """Schedule a compaction of ``table`` now; its instant, or None when no file slice has logs."""
+    if table.table_type != MERGE_ON_READ:
+        raise HudiCompactionError(f"{table.path} is a {table.table_type} table; only MERGE_ON_READ tables compact")
+    table.timeline.reload()
+    utc = table.config.timeline_timezone == "UTC"
+    instant = instant_time or new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
+    plan = schedule(table.timeline, table.file_system_view(), cfg, instant)
+    return instant if plan is not None else None
+
+
+def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, settings: ParquetSettings,
+                  spec: MergeSpec, visibility: Visibility, instant: str, token: str) -> dict:
+    """Executor side of a compaction: one planned slice merged into the base file of ``instant``.
+
+    Records keep their commit time and sequence number (they were written by earlier instants);
+    only ``_hoodie_file_name`` names the new file.
+    """
+    from pyhudi.write.handles import stats_row
+
+    started = time.monotonic()
+    merged, counts, scan = read_slice(storage, op.to_read(), schema, spec, visibility)
+    name = base_file_name(op.file_id, token, instant)
+    rel = relative_path(op.partition_path, name)
+    if settings.populate_meta_fields or FILE_NAME in merged.column_names:
+        at = merged.schema.get_field_index(FILE_NAME)
+        merged = merged.set_column(at, FILE_NAME, pa.array([name] * merged.num_rows, pa.string()))
+    create_marker(storage, instant, rel, MERGE)
+    written = write_base_file(storage, rel, merged, settings)
+    row = stats_row(op.partition_path, op.file_id, rel, prev_commit=op.base_instant, io_type=MERGE,
+                    num_writes=written.num_rows, deletes=counts.deleted, updates=counts.updated,
+                    inserts=max(0, counts.output_records - counts.base_records + counts.deleted),
+                    file_size=written.size, started=started, min_key=written.min_key, max_key=written.max_key)
+    row.update(log_records=scan.log_records, log_files_compacted=len(op.log_files), log_size_compacted=scan.log_bytes,
+               updated_compacted=counts.updated, rollback_blocks=scan.rollback_blocks,
+               corrupt_blocks=scan.corrupt_blocks, log_blocks=scan.blocks)
+    return row

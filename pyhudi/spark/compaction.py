@@ -1,0 +1,143 @@
+"""Running compaction plans on Spark: one task per planned file slice, the driver commits.
+
+A plan that failed half-way (its instant inflight, some base files written) is re-attempted:
+the files its markers name are deleted first, then every slice is compacted again. The new base
+files are invisible until ``T.commit`` appears, so a failed attempt never shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiCompactionError
+from pyhudi.io.avro_schema import table_avro_schema
+from pyhudi.io.base_file import ParquetSettings
+from pyhudi.read.merge import MergeSpec
+from pyhudi.services.compaction import (
+    compact_slice,
+    compaction_due,
+    pending_compactions,
+    read_plan,
+    schedule_compaction,
+)
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
+from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.write.columns import STATS_DDL
+from pyhudi.write.commit import commit_metadata
+from pyhudi.write.markers import delete_markers, list_markers
+
+log = logging.getLogger("pyhudi")
+
+
+def _settings(table: HudiTable, cfg: HudiConfig, file_schema: pa.Schema) -> ParquetSettings:
+    return ParquetSettings(
+        avro_schema=table_avro_schema(file_schema, table.name, with_meta_fields=True),
+        codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
+        block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),
+        dictionary=cfg.get(C.PARQUET_DICTIONARY_ENABLED), populate_meta_fields=table.config.populate_meta_fields,
+        bloom_num_entries=cfg.get(C.BLOOM_NUM_ENTRIES), bloom_fpp=cfg.get(C.BLOOM_FPP),
+        bloom_type=cfg.get(C.BLOOM_FILTER_TYPE), bloom_max_entries=cfg.get(C.BLOOM_DYNAMIC_MAX_ENTRIES))
+
+
+def _merge_spec(table: HudiTable, cfg: HudiConfig) -> MergeSpec:
+    payload = table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)
+    return MergeSpec(table.config.precombine_field, keep_larger_ordering=payload == C.DEFAULT_PAYLOAD)
+
+
+def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
+                   options: Mapping[str, Any] | None = None) -> CommitMetadata:
+    """Execute the pending compaction plan ``instant_time`` and complete it as a commit."""
+    cfg = HudiConfig.of(options)
+    timeline = table.timeline.reload()
+    if timeline.is_completed(instant_time):
+        raise HudiCompactionError(f"compaction {instant_time} has already completed")
+    plan = read_plan(timeline, instant_time)
+    started = time.monotonic()
+    inflight = Instant(instant_time, State.INFLIGHT, COMPACTION)
+    if inflight in timeline.instant_files:  # an earlier attempt failed: remove what it wrote
+        for path, _io in list_markers(table.storage, instant_time):
+            table.storage.delete(path)
+        delete_markers(table.storage, instant_time)
+        log.warning("re-attempting compaction %s", instant_time)
+    else:
+        timeline.transition_inflight(instant_time, COMPACTION)
+    file_schema = table.arrow_schema()
+    if file_schema is None:
+        raise HudiCompactionError(f"{table.path} has no base file to take the schema from")
+    settings = _settings(table, cfg, file_schema)
+    spec = _merge_spec(table, cfg)
+    visibility = table.file_system_view().visibility(before=instant_time)
+    ops = list(plan.operations)
+    schema_ipc = file_schema.serialize().to_pybytes()
+    base_uri = table.storage.base_uri
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyhudi.storage import Storage
+        from pyhudi.write.handles import current_task, stats_batch
+
+        storage = Storage(base_uri)
+        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+        token = current_task().token
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield stats_batch(compact_slice(storage, ops[i], schema, settings, spec, visibility,
+                                                instant_time, token))
+
+    parallelism = spark.sparkContext.defaultParallelism
+    rows = [r.asDict() for r in spark.range(0, len(ops), numPartitions=max(1, min(len(ops), parallelism * 2)))
+            .mapInArrow(body, STATS_DDL).collect()] if ops else []
+    meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
+    meta.compacted = True
+    timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))
+    delete_markers(table.storage, instant_time)
+    log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
+    return meta
+
+
+def inline_compaction(spark: SparkSession, table: HudiTable, cfg: HudiConfig) -> list[str]:
+    """After a delta commit: run pending plans and schedule (and run) a new one when it is due."""
+    inline, schedule_only = cfg.get(C.COMPACT_INLINE), cfg.get(C.COMPACT_SCHEDULE_INLINE)
+    if not (inline or schedule_only):
+        return []
+    table.timeline.reload()
+    done = []
+    if inline:
+        for inst in pending_compactions(table.timeline):
+            run_compaction(spark, table, inst.timestamp, cfg.raw)
+            done.append(inst.timestamp)
+    if compaction_due(table.timeline, cfg):
+        instant = schedule_compaction(table, cfg)
+        if instant is not None:
+            if inline:
+                run_compaction(spark, table, instant, cfg.raw)
+            done.append(instant)
+    return done
+
+
+def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+            instant: str | None = None) -> list[str]:
+    """Run compaction ``instant``, or every pending plan (scheduling one first if none is pending).
+
+    Returns the compaction instants completed; empty when no file slice has log files.
+    """
+    table = HudiTable(path)
+    cfg = HudiConfig.of(options)
+    if instant is not None:
+        run_compaction(spark, table, instant, cfg.raw)
+        return [instant]
+    pending = [i.timestamp for i in pending_compactions(table.timeline)]
+    if not pending:
+        scheduled = schedule_compaction(table, cfg)
+        pending = [scheduled] if scheduled else []
+    for inst in pending:
+        run_compaction(spark, table, inst, cfg.raw)
+    return pending

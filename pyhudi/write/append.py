@@ -1,0 +1,95 @@
+"""Hudi's append handle: merge-on-read updates and deletes written as log blocks (executor side).
+
+A file group's changes go to the current log file of its latest slice: one data block with the
+new record versions (meta columns filled as for a base file) and one delete block with the keys
+deleted. The handle appends to the slice's current log file while it is smaller than
+``hoodie.logfile.max.size`` and ends in a complete block; otherwise (or where the storage cannot
+append) it starts the next log version. A crash mid-append leaves a truncated block at the end,
+which readers skip and writers never append after.
+
+Blocks carry their instant: until that instant completes on the timeline, readers ignore them,
+so appending never exposes a half-done write.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
+from pyhudi.io.log_format import (
+    avro_data_block,
+    delete_block,
+    has_valid_tail,
+    parquet_data_block,
+)
+from pyhudi.storage import Storage
+from pyhudi.write.columns import IS_DELETE
+from pyhudi.write.handles import TaskInfo, stats_row, to_storage_rows
+from pyhudi.write.markers import APPEND, create_marker
+from pyhudi.write.plan import LogTarget, WriteBucket, WriteContext
+
+
+def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
+    """``.{fileId}_{baseInstant}.log.{version}_{writeToken}``."""
+    return f".{file_id}_{base_instant}.log.{version}_{token}"
+
+
+def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, target: LogTarget,
+                 token: str) -> tuple[str, bool]:
+    """(relative path of the log file to write, whether it is appended to)."""
+    current = target.current
+    if current is not None and target.current_size < ctx.log_max_size and storage.can_append \
+            and has_valid_tail(storage, current):
+        return current, True
+    name = log_file_name(bucket.file_id_prefix, target.base_instant, target.next_version, token)
+    return posixpath.join(bucket.partition_path, name) if bucket.partition_path else name, False
+
+
+def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
+                  rows: pa.Table, task: TaskInfo) -> dict | None:
+    """Write ``rows`` (already combined) as log blocks of the bucket's file group."""
+    started = time.monotonic()
+    target = bucket.log
+    assert target is not None
+    token = task.token
+    is_delete = rows.column(IS_DELETE)
+    live = rows.filter(pc.invert(is_delete))
+    gone = rows.filter(is_delete)
+    if live.num_rows == 0 and gone.num_rows == 0:
+        return None
+    rel, appending = _choose_file(storage, ctx, bucket, target, token)
+    name = posixpath.basename(rel)
+    blocks = []
+    if live.num_rows:
+        records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, 0)
+        if ctx.log_block_format == "parquet":
+            blocks.append(parquet_data_block(records, ctx.settings.avro_schema, ctx.instant_time,
+                                             compression=ctx.settings.codec))
+        else:
+            blocks.append(avro_data_block(records, ctx.settings.avro_schema, ctx.instant_time))
+    if gone.num_rows:
+        blocks.append(delete_block(gone.column(RECORD_KEY).combine_chunks(),
+                                   gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time))
+    payload = b"".join(blocks)
+    create_marker(storage, ctx.instant_time, rel, APPEND)
+    offset = target.current_size if appending else 0
+    if appending:
+        with storage.open_append(rel) as out:
+            out.write(payload)
+    else:
+        storage.write_bytes(rel, payload)
+    log_files = list(target.log_files)
+    if name not in log_files:
+        log_files.append(name)
+    version = int(name.split(".log.", 1)[1].split("_", 1)[0])
+    stats = stats_row(bucket.partition_path, bucket.file_id_prefix, rel, prev_commit=bucket.prev_commit,
+                              io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows,
+                              updates=live.num_rows, inserts=0, file_size=offset + len(payload),
+                              started=started, min_key=None, max_key=None)
+    stats.update(write_bytes=len(payload), log_version=version, log_offset=offset,
+                 base_file=target.base_file_name, log_files="\n".join(log_files), log_blocks=len(blocks))
+    return stats
