@@ -1,12 +1,16 @@
-"""Drone workload benchmark: bulk load + daily copy-on-write upserts, with figures printed.
+"""Drone workload benchmark: bulk load + daily upserts, copy-on-write and merge-on-read, figures printed.
 
     .venv/bin/python benchmarks/drones.py [--drones 200 --days 10 --upserts 5]
                                           [--index SIMPLE,BLOOM,BUCKET] [--codec gzip,snappy]
+                                          [--table-type COPY_ON_WRITE,MERGE_ON_READ]
 
 For every codec: plain ``df.write.parquet`` of the bulk-load rows as the yardstick. For every
 (codec, index): the bulk-load time, then per daily upsert the time, bytes written against the bytes
 of the two touched day partitions, and what the index did (files in the affected partitions, left
-after range pruning, left after the bloom check).
+after range pruning, left after the bloom check). Merge-on-read runs also print the bytes of the
+batch's own parquet file (``df.write.parquet`` of the incoming rows, the yardstick for log writes),
+then the cost of a compaction. Every run ends with the time of a snapshot read (and for
+merge-on-read, a read-optimized read) that scans a column of every record.
 """
 
 from __future__ import annotations
@@ -31,9 +35,27 @@ def latest_partition_bytes(table: pyhudi.HudiTable, partition: str) -> int:
     return sum(b.size for b in table.file_system_view(partitions=[partition]).latest_base_files())
 
 
-def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, plain_s: float) -> float:
-    table_path = str(work / f"drones_{codec}_{index}")
-    extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index}
+def scan_s(spark, path: str, options: dict | None = None) -> tuple[float, int]:
+    """Seconds to read every record's altitude (a real scan, not a metadata count)."""
+    from pyspark.sql import functions as F
+
+    t = time.perf_counter()
+    row = pyhudi.read(spark, path, options).agg(F.count(F.lit(1)).alias("n"), F.sum("altitude_m")).first()
+    return time.perf_counter() - t, int(row["n"])
+
+
+def batch_parquet_bytes(batch, work: Path, codec: str) -> int:
+    target = work / "batch_yardstick"
+    batch.write.option("compression", codec).mode("overwrite").parquet(str(target))
+    return sum(f.stat().st_size for f in target.glob("*.parquet"))
+
+
+def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, plain_s: float,
+        table_type: str = "COPY_ON_WRITE") -> float:
+    mor = table_type == "MERGE_ON_READ"
+    table_path = str(work / f"drones_{codec}_{index}_{table_type}")
+    extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index,
+             "hoodie.datasource.write.table.type": table_type}
     if index == "BUCKET":
         extra["hoodie.bucket.index.num.buckets"] = str(args.buckets)
     opts = drone_options(**extra)
@@ -42,12 +64,13 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
     t = time.perf_counter()
     res = pyhudi.write(load, table_path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
     bulk_s = time.perf_counter() - t
-    print(f"\n[{codec} / {index}{f' ({args.buckets} buckets)' if index == 'BUCKET' else ''}]")
+    print(f"\n[{table_type} / {codec} / {index}{f' ({args.buckets} buckets)' if index == 'BUCKET' else ''}]")
     print(f"  bulk_insert {args.days * rows_per_day:,} rows  {bulk_s:6.2f} s  "
           f"{res.stats['bytes_written'] / 1e6:7.1f} MB  ({bulk_s / plain_s:.2f}x plain, "
           f"{res.stats['files_created']} files)")
     print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 parts MB':>11} {'ratio':>6} {'new/merged':>11}"
-          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7}")
+          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7}"
+          + (f" {'batch MB':>9} {'w/batch':>8} {'log MB':>7}" if mor else ""))
     times = []
     for i in range(args.upserts):
         batch = daily_batch(spark, args.days + i, args.drones)
@@ -59,19 +82,39 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
         parts = sorted({s.partitionPath for s in res.write_stats})
         touched = sum(latest_partition_bytes(table, p) for p in parts)
         ix = res.stats.get("index", {})
+        yardstick = ""
+        if mor:
+            own = batch_parquet_bytes(batch, work, codec)
+            log_mb = sum(st.totalWriteBytes for st in res.write_stats if st.is_log) / 1e6
+            yardstick = f" {own / 1e6:9.2f} {res.stats['bytes_written'] / own:8.2f} {log_mb:7.2f}"
         print(f"  {i + 1:>4} {elapsed:7.2f} {res.stats['bytes_written'] / 1e6:11.2f} {touched / 1e6:11.2f} "
               f"{res.stats['bytes_written'] / max(1, touched):6.2f} "
               f"{res.stats['files_created']:>5}/{res.stats['files_merged']:<5} "
               f"{ix.get('files_in_partitions', '-'):>6} {ix.get('files_after_range_pruning', '-'):>7} "
               f"{ix.get('files_after_bloom', '-'):>6} {ix.get('keys_checked', '-'):>9} "
-              f"{ix.get('false_positives', '-'):>7}")
+              f"{ix.get('false_positives', '-'):>7}{yardstick}")
     median = statistics.median(times)
     view = pyhudi.HudiTable(table_path).file_system_view()
     per_partition = [len(view.latest_base_files(p)) for p in view.partitions]
-    total = pyhudi.read(spark, table_path).count()
+    read_s, total = scan_s(spark, table_path)
     expected = (args.days + args.upserts) * rows_per_day
     print(f"  median upsert {median:.2f} s; files per partition {min(per_partition)}-{max(per_partition)}; "
           f"rows {total:,} ({'ok' if total == expected else f'EXPECTED {expected:,}'})")
+    print(f"  snapshot read (scan of every record) {read_s:.2f} s")
+    if mor:
+        ro_s, ro_rows = scan_s(spark, table_path, {"hoodie.datasource.query.type": "read_optimized"})
+        print(f"  read-optimized read {ro_s:.2f} s ({ro_rows:,} rows: base files only)")
+        t = time.perf_counter()
+        done = pyhudi.compact(spark, table_path)
+        compact_s = time.perf_counter() - t
+        meta = pyhudi.HudiTable(table_path).timeline.commit_metadata(
+            pyhudi.HudiTable(table_path).timeline.find(done[0])) if done else None
+        if meta is not None:
+            print(f"  compaction {compact_s:.2f} s: {len(meta.write_stats())} file slices, "
+                  f"{meta.total('totalLogFilesCompacted')} log files, {meta.total('totalWriteBytes') / 1e6:.1f} MB "
+                  f"written")
+        read_s, total = scan_s(spark, table_path)
+        print(f"  snapshot read after compaction {read_s:.2f} s ({total:,} rows)")
     return median
 
 
@@ -82,6 +125,8 @@ def main() -> None:
     parser.add_argument("--upserts", type=int, default=5)
     parser.add_argument("--index", default="SIMPLE,BLOOM,BUCKET", help="comma-separated hoodie.index.type values")
     parser.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets for BUCKET")
+    parser.add_argument("--table-type", default="COPY_ON_WRITE",
+                        help="comma-separated: COPY_ON_WRITE, MERGE_ON_READ")
     parser.add_argument("--codec", default="gzip",
                         help="comma-separated hoodie.parquet.compression.codec values (Hudi's default: gzip)")
     args = parser.parse_args()
@@ -101,11 +146,13 @@ def main() -> None:
         plain_s = time.perf_counter() - t
         print(f"\n=== codec {codec}: df.write.parquet of the bulk-load rows {plain_s:.2f} s, "
               f"{dir_bytes(work / 'plain') / 1e6:.1f} MB")
-        for index in args.index.split(","):
-            summary.append((codec, index, run(spark, work, args, codec, index.strip().upper(), plain_s)))
+        for table_type in args.table_type.split(","):
+            for index in args.index.split(","):
+                summary.append((table_type, codec, index, run(spark, work, args, codec, index.strip().upper(),
+                                                              plain_s, table_type.strip().upper())))
     print("\nmedian daily upsert:")
-    for codec, index, median in summary:
-        print(f"  {codec:>7} {index:>7} {median:6.2f} s")
+    for table_type, codec, index, median in summary:
+        print(f"  {table_type:>13} {codec:>7} {index:>7} {median:6.2f} s")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import fastavro
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import hudi_rs_rows, unzip_table
 from hypothesis import HealthCheck, given, settings
@@ -478,6 +479,9 @@ def test_parquet_data_block_round_trip():
     (block,) = read_blocks(parquet_data_block(table, schema, T1), source="x")
     assert block.block_type == BlockType.PARQUET_DATA_BLOCK
     assert (block.instant_time, block.schema) == (T1, schema)
+    footer = pq.read_metadata(pa.BufferReader(block.content))
+    assert footer.metadata[b"parquet.avro.schema"].decode() == schema
+    assert footer.row_group(0).column(0).compression == "GZIP"
     records = data_block_records(block)
     assert records.schema == avro_to_arrow_schema(schema)
     assert records.drop_columns(records.column_names[:5]).to_pylist() == table.to_pylist()
@@ -509,6 +513,27 @@ def test_unsupported_avro_block_version_and_damaged_records():
     (no_schema,) = read_blocks(encode_block(BlockType.AVRO_DATA_BLOCK, {0: T1}, good.content), source="x")
     with pytest.raises(HudiCorruptFileError, match="SCHEMA"):
         data_block_records(no_schema)
+
+
+FUZZ_ROWS = pa.Table.from_pylist(NESTED_ROWS, schema=NESTED).append_column("s", pa.array(["a", None, "ü"]))
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["flat", "nested", "delete"]), st.integers(0, 10**6), st.integers(1, 255))
+def test_damaged_content_decodes_or_raises_corrupt_never_anything_else(shape, where, xor):
+    if shape == "delete":
+        block = read_blocks(delete_block(["a", "bb", "ccc"], ["p", "", None], T1), source="x")[0]
+    else:
+        rows = FUZZ_ROWS if shape == "nested" else FUZZ_ROWS.select(["id", "s", "when", "day"])
+        block = read_blocks(avro_data_block(rows, table_avro_schema(rows.schema, "t"), T1), source="x")[0]
+    pos = 8 + where % (len(block.content) - 8)  # keep the version/count words: those have their own tests
+    content = block.content[:pos] + bytes([block.content[pos] ^ xor]) + block.content[pos + 1:]
+    damaged = read_blocks(encode_block(block.block_type, block.header, content), source="x")[0]
+    try:
+        out = delete_block_records(damaged) if shape == "delete" else data_block_records(damaged)
+    except HudiCorruptFileError:
+        return
+    assert out.num_rows == 3
 
 
 # -- schema mapping ------------------------------------------------------------------------

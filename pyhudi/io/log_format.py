@@ -28,8 +28,9 @@ Damaged files -- the rule this module follows:
   decode (Kryo delete blocks of Hudi < 0.14, Avro data block versions other than 3) raise
   HudiUnsupportedError / HudiCorruptFileError naming the file and offset, never return nothing.
 
-Writers (pyhudi's own and hudi-rs' readers) only ever see complete files: pyhudi writes a new log
-file per delta commit, or appends only after :func:`has_valid_tail` says the file ends cleanly.
+hudi-rs fails on any damaged block, so pyhudi's writers never leave damage behind a block:
+they append to an existing log file only after :func:`has_valid_tail` says it ends cleanly, and
+roll over to a new log version otherwise.
 """
 
 from __future__ import annotations
@@ -313,11 +314,13 @@ def avro_data_block(rows: pa.Table, avro_schema: str, instant_time: str) -> byte
 
 def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, compression: str = "gzip") -> bytes:
     """A PARQUET_DATA_BLOCK: ``rows`` (aligned to ``avro_schema``) as one in-memory parquet file."""
-    schema = avro_to_arrow_schema(avro_schema)
-    table = align(rows, schema).replace_schema_metadata({AVRO_SCHEMA_KEY: avro_schema, "writer.model.name": "avro"})
+    table = align(rows, avro_to_arrow_schema(avro_schema))
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression, compression_level=HUDI_CODEC_LEVELS.get(compression),
-                   store_schema=False, use_dictionary=False)
+    # footer like Hudi's Avro parquet writer: readers resolve columns through parquet.avro.schema
+    with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False, use_dictionary=False,
+                          compression_level=HUDI_CODEC_LEVELS.get(compression)) as writer:
+        writer.write_table(table)
+        writer.add_key_value_metadata({AVRO_SCHEMA_KEY: avro_schema, "writer.model.name": "avro"})
     header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
     return encode_block(BlockType.PARQUET_DATA_BLOCK, header, sink.getvalue().to_pybytes())
 
@@ -419,6 +422,12 @@ def _zigzag_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _string_array(values: pa.Array | pa.ChunkedArray | list[str]) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return values.cast(pa.string()) if isinstance(values, pa.Array) else pa.array(values, pa.string())
+
+
 def delete_block(record_keys: pa.Array | list[str], partition_paths: pa.Array | list[str], instant_time: str,
                  *, avro_schema: str | None = None) -> bytes:
     """A DELETE_BLOCK (content version 3) deleting the given keys, ordering value ``IntWrapper(0)``.
@@ -428,8 +437,7 @@ def delete_block(record_keys: pa.Array | list[str], partition_paths: pa.Array | 
     hudi-rs, whose union differs, as integer 0 with the same meaning. ``avro_schema`` (the table's
     writer schema) goes into the SCHEMA header as Spark writers do; readers do not need it.
     """
-    keys = pa.array(record_keys, pa.string()) if not isinstance(record_keys, pa.Array) else record_keys
-    paths = pa.array(partition_paths, pa.string()) if not isinstance(partition_paths, pa.Array) else partition_paths
+    keys, paths = _string_array(record_keys), _string_array(partition_paths)
     if len(keys) != len(paths):
         raise ValueError(f"{len(keys)} record keys but {len(paths)} partition paths")
     n = len(keys)
@@ -468,7 +476,7 @@ def delete_block_records(block: LogBlock, *, source: str = "log file") -> pa.Tab
     problem = "bytes left over"
     try:
         decoded = fastavro.schemaless_reader(stream, _DELETE_LIST_SCHEMA, None, return_record_name=True)
-    except (EOFError, ValueError, IndexError, UnicodeDecodeError) as e:
+    except (EOFError, ValueError, LookupError, OverflowError, UnicodeDecodeError) as e:
         decoded, problem = None, str(e)
     if not isinstance(decoded, dict) or stream.tell() != length:
         raise HudiCorruptFileError(

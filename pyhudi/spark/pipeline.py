@@ -48,7 +48,7 @@ from pyhudi.spark.keygen import with_keys
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import COMMIT, REPLACE_COMMIT
+from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.columns import BUCKET, FILE_ID, IS_DELETE, SHUFFLE_KEY, STATS_DDL
@@ -385,9 +385,11 @@ class Pipeline:
                 small = {p: sorted(files, key=lambda f: f.size)[:cap] for p, files in small.items()}
         threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit
         commits = []
-        for inst in reversed(self.table.timeline.completed([COMMIT])):  # stop reading at the first big one
-            meta = self.table.timeline.commit_metadata(inst)
-            commits.append((meta.total("totalWriteBytes"), meta.total("numWrites")))
+        # newest first, stopping at the first big one; delta commits count by their base files only
+        # (log blocks are uncompressed Avro: their bytes per record say nothing of parquet's)
+        for inst in reversed(self.table.timeline.completed([COMMIT, DELTA_COMMIT])):
+            stats = [st for st in self.table.timeline.commit_metadata(inst).write_stats() if not st.is_log]
+            commits.append((sum(st.totalWriteBytes for st in stats), sum(st.numWrites for st in stats)))
             if commits[-1][0] > threshold:
                 break
         avg = average_record_size(commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),

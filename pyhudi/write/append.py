@@ -73,7 +73,8 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
             blocks.append(avro_data_block(records, ctx.settings.avro_schema, ctx.instant_time))
     if gone.num_rows:
         blocks.append(delete_block(gone.column(RECORD_KEY).combine_chunks(),
-                                   gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time))
+                                   gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time,
+                                   avro_schema=ctx.settings.avro_schema))
     payload = b"".join(blocks)
     create_marker(storage, ctx.instant_time, rel, APPEND)
     offset = target.current_size if appending else 0

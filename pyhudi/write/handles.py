@@ -278,8 +278,10 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
         return _OpenFile(_open(storage, ctx, schema, partition, name, CREATE), partition, fid, name)
 
     def flush(f: _OpenFile) -> None:
-        for part in f.pending:
-            f.writer.write(part)
+        # one write per flush: pyarrow starts a row group per call, and small row groups (one per
+        # Arrow batch from Spark) cost dictionary encoding and compression
+        if f.pending:
+            f.writer.write(pa.concat_tables(f.pending))
         f.pending, f.pending_bytes = [], 0
 
     def finish(f: _OpenFile) -> pa.RecordBatch:
