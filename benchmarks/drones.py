@@ -55,7 +55,7 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
     mor = table_type == "MERGE_ON_READ"
     table_path = str(work / f"drones_{codec}_{index}_{table_type}")
     extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index,
-             "hoodie.datasource.write.table.type": table_type}
+             "hoodie.datasource.write.table.type": table_type, **dict(o.split("=", 1) for o in args.option)}
     if index == "BUCKET":
         extra["hoodie.bucket.index.num.buckets"] = str(args.buckets)
     opts = drone_options(**extra)
@@ -127,6 +127,8 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets for BUCKET")
     parser.add_argument("--table-type", default="COPY_ON_WRITE",
                         help="comma-separated: COPY_ON_WRITE, MERGE_ON_READ")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra hoodie.* option for every run, e.g. hoodie.logfile.data.block.format=parquet")
     parser.add_argument("--codec", default="gzip",
                         help="comma-separated hoodie.parquet.compression.codec values (Hudi's default: gzip)")
     args = parser.parse_args()

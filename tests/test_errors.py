@@ -102,8 +102,10 @@ def test_table_config_conflict(spark, tmp_path):
         pyhudi.write(df, path, {**OPTS, "hoodie.datasource.write.recordkey.field": "v"})
     with pytest.raises(pyhudi.HudiTableMismatchError, match="table.type"):
         pyhudi.write(df, path, {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})
-    with pytest.raises(pyhudi.HudiUnsupportedError, match="MERGE_ON_READ"):
-        pyhudi.write(df, str(tmp_path / "mor"), {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ"})
+    with pytest.raises(pyhudi.HudiConfigError, match="hoodie.compaction.strategy"):
+        pyhudi.write(df, str(tmp_path / "mor"), {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+                                                 "hoodie.compaction.strategy": "DayBasedCompactionStrategy"})
+    assert not pyhudi.HudiTable.exists(str(tmp_path / "mor"))
 
 
 def test_options_unknown_key_warns_and_bad_value_fails():

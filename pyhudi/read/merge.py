@@ -230,7 +230,7 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
         if ordering is not None:
             sort_keys.append((ordering, "descending"))
     sort_keys += [(_POS, "descending"), (_ROW, "descending")]
-    order = pc.sort_indices(work, sort_keys=sort_keys, null_placement="at_end")
+    order = pc.sort_indices(work, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     ordered = work.take(order)
     winners = ordered.filter(pa.array(_first_of_runs(ordered.column(RECORD_KEY).combine_chunks())))
     updated = int(pc.sum(winners.column("_pyhudi_is_log")).as_py() or 0)

@@ -194,7 +194,7 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     sort_keys = [(RECORD_KEY, "ascending")]
     if ordering_field and ordering_field in rows.column_names:
         sort_keys.append((ordering_field, "descending"))
-    order = pc.sort_indices(rows, sort_keys=sort_keys, null_placement="at_end")
+    order = pc.sort_indices(rows, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     ordered = pc.take(keys, order).combine_chunks()
     first = np.ones(len(ordered), dtype=bool)
     if len(ordered) > 1:
