@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import pyhudi
-from pyhudi.cli import human, show_commits, show_file_groups
+from pyhudi.cli import human, show_commits, show_compactions, show_file_groups
 
 START = dt.date(2024, 1, 1)
 
@@ -76,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drones", type=int, default=20)
     parser.add_argument("--days", type=int, default=3, help="days in the bulk load")
     parser.add_argument("--upserts", type=int, default=2, help="daily upserts after the load")
+    parser.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
     args = parser.parse_args(argv)
     shutil.rmtree(args.path, ignore_errors=True)
     spark = pyhudi.spark_session()
-    opts = drone_options()
+    opts = drone_options(**{"hoodie.datasource.write.table.type": args.table_type})
 
     def step(label: str, df: DataFrame, operation: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {label} ...", flush=True)
@@ -106,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     last = (START + dt.timedelta(days=args.days + args.upserts - 2)).isoformat()
     corrected = pyhudi.read(spark, args.path, filters=f"day = '{last}'").where("status = 'corrected'").count()
     print(f"corrected readings on {last}: {corrected:,} (read with partition pruning)")
+    if args.table_type == "MERGE_ON_READ":
+        print(f"\n[{time.strftime('%H:%M:%S')}] compaction of every file slice with log files ...", flush=True)
+        done = pyhudi.compact(spark, args.path)
+        print(show_compactions(pyhudi.HudiTable(args.path), None))
+        print(f"compacted: {done}; rows after compaction: {pyhudi.read(spark, args.path).count():,}")
     spark.stop()
     return 0
 

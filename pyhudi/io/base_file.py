@@ -9,6 +9,7 @@ columns through ``parquet.avro.schema``, and the BLOOM index prunes files by
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +18,9 @@ import pyarrow.parquet as pq
 from pyhudi.io.avro_schema import COMMIT_SEQNO, RECORD_KEY
 from pyhudi.io.bloom import DYNAMIC_V0, build_filter
 from pyhudi.storage import Storage
+
+if TYPE_CHECKING:
+    from pyhudi.config import HudiConfig
 
 BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
 BLOOM_FILTER_TYPE_KEY = "hoodie_bloom_filter_type_code"
@@ -44,6 +48,18 @@ class ParquetSettings:
     bloom_fpp: float = 1e-9
     bloom_type: str = DYNAMIC_V0
     bloom_max_entries: int = 100000
+
+
+def parquet_settings(cfg: HudiConfig, avro_schema: str, *, populate_meta_fields: bool) -> ParquetSettings:
+    """The base-file settings a write (or a compaction) takes from its ``hoodie.*`` options."""
+    from pyhudi import config as C
+
+    return ParquetSettings(
+        avro_schema=avro_schema, codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
+        block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),
+        dictionary=cfg.get(C.PARQUET_DICTIONARY_ENABLED), populate_meta_fields=populate_meta_fields,
+        bloom_num_entries=cfg.get(C.BLOOM_NUM_ENTRIES), bloom_fpp=cfg.get(C.BLOOM_FPP),
+        bloom_type=cfg.get(C.BLOOM_FILTER_TYPE), bloom_max_entries=cfg.get(C.BLOOM_DYNAMIC_MAX_ENTRIES))
 
 
 @dataclass(frozen=True)

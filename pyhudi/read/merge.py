@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.config import DEFAULT_PAYLOAD
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, RECORD_KEY
 from pyhudi.io.base_file import align
@@ -77,6 +78,11 @@ class MergeSpec:
 
     ordering_field: str | None
     keep_larger_ordering: bool = False  # DefaultHoodieRecordPayload
+
+    @classmethod
+    def of(cls, ordering_field: str | None, payload_class: str | None) -> MergeSpec:
+        """The merge semantics of a payload class (Hudi's record payload names)."""
+        return cls(ordering_field, keep_larger_ordering=payload_class == DEFAULT_PAYLOAD)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCompactionError
 from pyhudi.io.avro_schema import table_avro_schema
-from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.base_file import parquet_settings
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import (
     compact_slice,
@@ -38,19 +38,8 @@ from pyhudi.write.markers import delete_markers, list_markers
 log = logging.getLogger("pyhudi")
 
 
-def _settings(table: HudiTable, cfg: HudiConfig, file_schema: pa.Schema) -> ParquetSettings:
-    return ParquetSettings(
-        avro_schema=table_avro_schema(file_schema, table.name, with_meta_fields=True),
-        codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
-        block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),
-        dictionary=cfg.get(C.PARQUET_DICTIONARY_ENABLED), populate_meta_fields=table.config.populate_meta_fields,
-        bloom_num_entries=cfg.get(C.BLOOM_NUM_ENTRIES), bloom_fpp=cfg.get(C.BLOOM_FPP),
-        bloom_type=cfg.get(C.BLOOM_FILTER_TYPE), bloom_max_entries=cfg.get(C.BLOOM_DYNAMIC_MAX_ENTRIES))
-
-
 def _merge_spec(table: HudiTable, cfg: HudiConfig) -> MergeSpec:
-    payload = table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)
-    return MergeSpec(table.config.precombine_field, keep_larger_ordering=payload == C.DEFAULT_PAYLOAD)
+    return MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
 
 
 def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
@@ -73,7 +62,8 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
     file_schema = table.arrow_schema()
     if file_schema is None:
         raise HudiCompactionError(f"{table.path} has no base file to take the schema from")
-    settings = _settings(table, cfg, file_schema)
+    settings = parquet_settings(cfg, table_avro_schema(file_schema, table.name, with_meta_fields=True),
+                                populate_meta_fields=table.config.populate_meta_fields)
     spec = _merge_spec(table, cfg)
     visibility = table.file_system_view().visibility(before=instant_time)
     ops = list(plan.operations)

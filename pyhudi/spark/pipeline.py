@@ -30,7 +30,7 @@ from pyhudi.io.avro_schema import (
     storage_schema,
     table_avro_schema,
 )
-from pyhudi.io.base_file import ParquetSettings
+from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import pending_file_groups
@@ -134,7 +134,7 @@ class Pipeline:
         return commit_action_for(self.table.table_type)
 
     def merge_spec(self) -> MergeSpec:
-        return MergeSpec(self.ordering_field, keep_larger_ordering=self.cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD)
+        return MergeSpec.of(self.ordering_field, self.cfg.get(C.PAYLOAD_CLASS))
 
     def _phase(self, name: str, started: float) -> float:
         now = time.monotonic()
@@ -149,14 +149,8 @@ class Pipeline:
     def context(self) -> WriteContext:
         cfg = self.cfg
         file_schema = storage_schema(self.target_schema)
-        settings = ParquetSettings(
-            avro_schema=table_avro_schema(file_schema, self.table.name, with_meta_fields=True),
-            codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
-            block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),
-            dictionary=cfg.get(C.PARQUET_DICTIONARY_ENABLED),
-            populate_meta_fields=cfg.get(C.POPULATE_META_FIELDS),
-            bloom_num_entries=cfg.get(C.BLOOM_NUM_ENTRIES), bloom_fpp=cfg.get(C.BLOOM_FPP),
-            bloom_type=cfg.get(C.BLOOM_FILTER_TYPE), bloom_max_entries=cfg.get(C.BLOOM_DYNAMIC_MAX_ENTRIES))
+        settings = parquet_settings(cfg, table_avro_schema(file_schema, self.table.name, with_meta_fields=True),
+                                    populate_meta_fields=cfg.get(C.POPULATE_META_FIELDS))
         return WriteContext(
             base_uri=self.table.storage.base_uri, instant_time=self.instant, settings=settings,
             storage_schema_ipc=file_schema.serialize().to_pybytes(),

@@ -125,8 +125,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if logged:  # merge-on-read slices with log files: merged in executors
         file_schema = table.arrow_schema()
         assert file_schema is not None
-        payload = table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)
-        spec = MergeSpec(table.config.precombine_field, keep_larger_ordering=payload == C.DEFAULT_PAYLOAD)
+        spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
         df = df.unionByName(read_merged(spark, table.storage.base_uri, [s.to_read() for s in logged],
                                         file_schema, schema, spec, view.visibility()))
     if filters is not None:
