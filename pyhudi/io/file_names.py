@@ -55,6 +55,11 @@ def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
     return f"{file_id}_{write_token}_{instant_time}{BASE_FILE_EXTENSION}"
 
 
+def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
+    """``.{fileId}_{baseInstant}.log.{version}_{writeToken}``: a log file of the slice ``base_instant``."""
+    return f".{file_id}_{base_instant}.log.{version}_{token}"
+
+
 def write_token(task_partition: int, stage_id: int, attempt_id: int) -> str:
     """``FSUtils.makeWriteToken``: which task attempt wrote a file."""
     return f"{task_partition}-{stage_id}-{attempt_id}"

@@ -41,6 +41,7 @@ from pyhudi.timeline.instant import (
     new_instant_time,
 )
 from pyhudi.timeline.timeline import Timeline, read_avro_record
+from pyhudi.write.handles import stats_row
 from pyhudi.write.markers import MERGE, create_marker
 
 MB = 1024 * 1024
@@ -206,8 +207,6 @@ def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, 
     Records keep their commit time and sequence number (they were written by earlier instants);
     only ``_hoodie_file_name`` names the new file.
     """
-    from pyhudi.write.handles import stats_row
-
     started = time.monotonic()
     merged, counts, scan = read_slice(storage, op.to_read(), schema, spec, visibility)
     name = base_file_name(op.file_id, token, instant)

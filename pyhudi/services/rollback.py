@@ -12,7 +12,7 @@ import posixpath
 import time
 
 from pyhudi.errors import HudiError
-from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, relative_path
 from pyhudi.io.log_format import read_log_file, rollback_block
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, write_record
@@ -72,8 +72,8 @@ def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tupl
     versions = [lf.version for info in storage.list_files(folder)
                 if (lf := parse_log_file(info.name)) is not None
                 and (lf.file_id, lf.base_instant) == (parsed.file_id, parsed.base_instant)]
-    new_name = f".{parsed.file_id}_{parsed.base_instant}.log.{max(versions, default=0) + 1}_{ROLLBACK_TOKEN}"
-    new_rel = posixpath.join(folder, new_name) if folder else new_name
+    new_rel = relative_path(folder, log_file_name(parsed.file_id, parsed.base_instant, max(versions, default=0) + 1,
+                                                  ROLLBACK_TOKEN))
     data = rollback_block(rb_time, target)
     storage.write_bytes(new_rel, data)
     return storage.full(new_rel), len(data)

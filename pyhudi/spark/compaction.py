@@ -28,11 +28,14 @@ from pyhudi.services.compaction import (
     read_plan,
     schedule_compaction,
 )
+from pyhudi.spark.merged import spread
+from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
+from pyhudi.write.handles import current_task, stats_batch
 from pyhudi.write.markers import delete_markers, list_markers
 
 log = logging.getLogger("pyhudi")
@@ -71,9 +74,6 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
     base_uri = table.storage.base_uri
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyhudi.storage import Storage
-        from pyhudi.write.handles import current_task, stats_batch
-
         storage = Storage(base_uri)
         schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
         token = current_task().token
@@ -82,9 +82,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                 yield stats_batch(compact_slice(storage, ops[i], schema, settings, spec, visibility,
                                                 instant_time, token))
 
-    parallelism = spark.sparkContext.defaultParallelism
-    rows = [r.asDict() for r in spark.range(0, len(ops), numPartitions=max(1, min(len(ops), parallelism * 2)))
-            .mapInArrow(body, STATS_DDL).collect()] if ops else []
+    rows = [r.asDict() for r in spread(spark, len(ops)).mapInArrow(body, STATS_DDL).collect()] if ops else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
     timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))

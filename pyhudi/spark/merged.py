@@ -7,7 +7,7 @@ without log files never come here: Spark's native parquet reader serves them fas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -19,10 +19,29 @@ from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 
 
-def _spread(spark: SparkSession, count: int) -> DataFrame:
+def spread(spark: SparkSession, count: int) -> DataFrame:
     """``count`` row ids spread over enough partitions that every core gets slices."""
     parallelism = spark.sparkContext.defaultParallelism
     return spark.range(0, count, numPartitions=max(1, min(count, parallelism * 2)))
+
+
+def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead], read_schema: pa.Schema,
+                  spec: MergeSpec, visibility: Visibility, out: pa.Schema, out_ddl: T.StructType | str,
+                  emit: Callable[[SliceToRead, pa.Table], pa.Table]) -> DataFrame:
+    """Merge each slice in an executor (``read_schema`` columns) and return ``emit``'s rows of it."""
+    schema_ipc = read_schema.serialize().to_pybytes()
+    pieces = list(slices)
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri)
+        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                merged, _counts, _scan = read_slice(storage, pieces[i], schema, spec, visibility)
+                if merged.num_rows:
+                    yield from emit(pieces[i], merged).cast(out).to_batches()
+
+    return spread(spark, len(pieces)).mapInArrow(body, out_ddl)
 
 
 def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
@@ -31,19 +50,8 @@ def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], f
     from pyspark.sql.pandas.types import to_arrow_schema
 
     target = to_arrow_schema(out_schema)
-    file_ipc = file_schema.serialize().to_pybytes()
-    pieces = list(slices)
-
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(file_ipc))
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                merged, _counts, _scan = read_slice(storage, pieces[i], schema, spec, visibility)
-                if merged.num_rows:
-                    yield from align(merged, target).to_batches()
-
-    return _spread(spark, len(pieces)).mapInArrow(body, out_schema)
+    return _merge_slices(spark, base_uri, slices, file_schema, spec, visibility, target, out_schema,
+                         lambda _piece, merged: align(merged, target))
 
 
 def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
@@ -57,23 +65,12 @@ def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], f
     for extra in (spec.ordering_field, IS_DELETED_FIELD):
         if extra and extra in file_schema.names and extra not in wanted:
             wanted.append(extra)
-    sub = pa.schema([file_schema.field(n) for n in wanted])
-    sub_ipc = sub.serialize().to_pybytes()
-    pieces = list(slices)
     key_col, part_col, fid_col = names
     out = pa.schema([(key_col, pa.string()), (part_col, pa.string()), (fid_col, pa.string())])
 
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(sub_ipc))
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                piece = pieces[i]
-                merged, _counts, _scan = read_slice(storage, piece, schema, spec, visibility)
-                if merged.num_rows:
-                    yield pa.RecordBatch.from_arrays(
-                        [merged.column(RECORD_KEY).combine_chunks(), merged.column(PARTITION_PATH).combine_chunks(),
-                         pa.array([piece.file_id] * merged.num_rows, pa.string())], schema=out)
+    def keys(piece: SliceToRead, merged: pa.Table) -> pa.Table:
+        return pa.Table.from_arrays([merged.column(RECORD_KEY), merged.column(PARTITION_PATH),
+                                     pa.array([piece.file_id] * merged.num_rows, pa.string())], schema=out)
 
-    ddl = f"{key_col} string, {part_col} string, {fid_col} string"
-    return _spread(spark, len(pieces)).mapInArrow(body, ddl)
+    return _merge_slices(spark, base_uri, slices, pa.schema([file_schema.field(n) for n in wanted]), spec,
+                         visibility, out, f"{key_col} string, {part_col} string, {fid_col} string", keys)

@@ -155,7 +155,7 @@ class Pipeline:
             base_uri=self.table.storage.base_uri, instant_time=self.instant, settings=settings,
             storage_schema_ipc=file_schema.serialize().to_pybytes(),
             precombine_field=self.ordering_field,
-            keep_larger_ordering=cfg.get(C.PAYLOAD_CLASS) == C.DEFAULT_PAYLOAD,
+            keep_larger_ordering=self.merge_spec().keep_larger_ordering,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE))
 
@@ -435,7 +435,8 @@ class Pipeline:
             F.count(F.lit(1)).alias("n"), F.sum(F.col(IS_DELETE).cast("long")).alias("deletes")).collect()
         started = self._phase("profile", started)
         partitions = sorted({r[PARTITION_PATH] for r in counts})
-        bases = self.table.file_system_view(partitions=partitions).latest_base_files()
+        view = self.table.file_system_view(partitions=partitions)
+        bases = view.latest_base_files()
         file_ids: dict[str, list[str]] = {p: [] for p in partitions}
         for b in bases:
             file_ids[b.partition_path].append(b.file_id)
@@ -446,7 +447,6 @@ class Pipeline:
             {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}, groups,
             bucket_file_id_prefix)
         if self.is_mor:
-            view = self.table.file_system_view(partitions=partitions)
             plan = to_append_buckets(plan, log_targets(view, pending_file_groups(self.table.timeline)), set())
         self._inflight(profile, operation, self.write_action)
         if not plan.buckets:
@@ -480,8 +480,7 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
         base_name = piece.base_file.name if piece.base_file is not None and key not in pending else ""
         out[key] = LogTarget(base_instant, base_name, current.path if current else None,
                              current.size if current else 0,
-                             max((lf.version for lf in own), default=0) + 1,
-                             tuple(lf.name for lf in piece.log_files if lf.base_instant == base_instant))
+                             max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
     return out
 
 

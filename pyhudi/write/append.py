@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
+from pyhudi.io.file_names import log_file_name, parse_log_file, relative_path
 from pyhudi.io.log_format import (
     avro_data_block,
     delete_block,
@@ -33,11 +34,6 @@ from pyhudi.write.markers import APPEND, create_marker
 from pyhudi.write.plan import LogTarget, WriteBucket, WriteContext
 
 
-def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
-    """``.{fileId}_{baseInstant}.log.{version}_{writeToken}``."""
-    return f".{file_id}_{base_instant}.log.{version}_{token}"
-
-
 def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, target: LogTarget,
                  token: str) -> tuple[str, bool]:
     """(relative path of the log file to write, whether it is appended to)."""
@@ -46,7 +42,7 @@ def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, targe
             and has_valid_tail(storage, current):
         return current, True
     name = log_file_name(bucket.file_id_prefix, target.base_instant, target.next_version, token)
-    return posixpath.join(bucket.partition_path, name) if bucket.partition_path else name, False
+    return relative_path(bucket.partition_path, name), False
 
 
 def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
@@ -86,11 +82,11 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     log_files = list(target.log_files)
     if name not in log_files:
         log_files.append(name)
-    version = int(name.split(".log.", 1)[1].split("_", 1)[0])
+    parsed = parse_log_file(name)
+    assert parsed is not None
     stats = stats_row(bucket.partition_path, bucket.file_id_prefix, rel, prev_commit=bucket.prev_commit,
-                              io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows,
-                              updates=live.num_rows, inserts=0, file_size=offset + len(payload),
-                              started=started, min_key=None, max_key=None)
-    stats.update(write_bytes=len(payload), log_version=version, log_offset=offset,
+                      io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows, updates=live.num_rows,
+                      inserts=0, file_size=offset + len(payload), started=started, min_key=None, max_key=None)
+    stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
                  base_file=target.base_file_name, log_files="\n".join(log_files), log_blocks=len(blocks))
     return stats

@@ -89,8 +89,8 @@ def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_n
 
 
 def stats_row(partition: str, fid: str, path: str, *, prev_commit: str, io_type: str, num_writes: int,
-                      deletes: int, updates: int, inserts: int, file_size: int, started: float,
-                      min_key: str | None, max_key: str | None) -> dict:
+              deletes: int, updates: int, inserts: int, file_size: int, started: float,
+              min_key: str | None, max_key: str | None) -> dict:
     """One row of :data:`STATS_SCHEMA`: what a handle wrote, for the driver's commit metadata."""
     return {
         "partition_path": partition, "file_id": fid, "path": path, "prev_commit": prev_commit,
@@ -104,9 +104,8 @@ def stats_row(partition: str, fid: str, path: str, *, prev_commit: str, io_type:
 def _stats_row(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
                deletes: int, updates: int, inserts: int, started: float) -> dict:
     return stats_row(bucket_partition, fid, written.path, prev_commit=prev_commit, io_type=io_type,
-                             num_writes=written.num_rows, deletes=deletes, updates=updates, inserts=inserts,
-                             file_size=written.size, started=started, min_key=written.min_key,
-                             max_key=written.max_key)
+                     num_writes=written.num_rows, deletes=deletes, updates=updates, inserts=inserts,
+                     file_size=written.size, started=started, min_key=written.min_key, max_key=written.max_key)
 
 
 def _open(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
