@@ -169,6 +169,7 @@ def test_inline_compaction_after_max_delta_commits(spark, tmp_path):
     assert res.stats["compactions"] == [table.timeline.completed_writes()[-1].timestamp]
     assert _logs(path) == []
     assert [(r["key"], r["val"]) for r in pyhudi_rows(spark, path, options=RO)] == [("a", 2.0)]
+    assert [(r["key"], r["val"]) for r in hudi_rs_rows(path)] == [("a", 2.0)]
 
 
 def test_failed_compaction_is_reattempted(spark, tmp_path, monkeypatch):
@@ -312,3 +313,4 @@ def test_compaction_cli(spark, tmp_path, capsys):
     assert "COMPLETED" in capsys.readouterr().out
     assert main(["compaction", "schedule", "--path", path]) == 0
     assert "nothing to compact" in capsys.readouterr().out
+    assert [(r["key"], r["val"]) for r in hudi_rs_rows(path)] == [("a", 2.0)]
