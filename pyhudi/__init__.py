@@ -22,6 +22,8 @@ from pyhudi.errors import (
     HudiError,
     HudiInstantNotFoundError,
     HudiKeyError,
+    HudiRestoreError,
+    HudiRetentionError,
     HudiSchemaError,
     HudiTableMismatchError,
     HudiTableNotFoundError,
@@ -76,9 +78,62 @@ def compact(spark: SparkSession, path: str, options: dict[str, Any] | None = Non
     return _compact(spark, path, options, instant=instant)
 
 
+def clean(path: str, options: dict[str, Any] | None = None) -> list[Any]:
+    """Run the cleaner on the table at ``path`` now (pending cleans first), whatever its trigger says.
+
+    The policy comes from ``options`` (``hoodie.clean.policy``, ``hoodie.clean.commits.retained``...).
+    """
+    from pyhudi.config import HudiConfig
+    from pyhudi.services.clean import clean as _clean
+
+    return _clean(HudiTable(path), HudiConfig.of(options), force=True)
+
+
+def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
+    """Archive instants of the table at ``path`` beyond ``hoodie.keep.max.commits``; returns their times."""
+    from pyhudi.config import HudiConfig
+    from pyhudi.services.archival import archive as _archive
+
+    return _archive(HudiTable(path), HudiConfig.of(options))
+
+
+def create_savepoint(path: str, instant: str | None = None, *, user: str | None = None, comments: str = "") -> Any:
+    """Savepoint a completed commit (default the latest): the cleaner keeps its snapshot for restore."""
+    from pyhudi.services.savepoint import create_savepoint as _create
+
+    return _create(HudiTable(path), instant, user=user, comments=comments)
+
+
+def delete_savepoint(path: str, instant: str) -> None:
+    from pyhudi.services.savepoint import delete_savepoint as _delete
+
+    _delete(HudiTable(path), instant)
+
+
+def list_savepoints(path: str) -> list[Any]:
+    from pyhudi.services.savepoint import list_savepoints as _list
+
+    return _list(HudiTable(path).timeline)
+
+
+def restore(path: str, savepoint: str) -> Any:
+    """Return the table to a savepoint, rolling back every later instant."""
+    from pyhudi.services.restore import restore as _restore
+
+    return _restore(HudiTable(path), savepoint)
+
+
+def rollback(path: str, instant: str | None = None) -> str:
+    """Roll back the latest completed commit (``instant``, if given, must be it)."""
+    from pyhudi.services.restore import rollback_commit
+
+    return rollback_commit(HudiTable(path), instant)
+
+
 __all__ = [
     "HudiCommitError", "HudiCompactionError", "HudiConfigError", "HudiCorruptFileError", "HudiError",
-    "HudiInstantNotFoundError",
-    "HudiKeyError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
-    "HudiUnsupportedError", "WriteResult", "compact", "read", "schedule_compaction", "spark_session", "write",
+    "HudiInstantNotFoundError", "HudiKeyError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
+    "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError", "HudiUnsupportedError", "WriteResult",
+    "archive", "clean", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
+    "rollback", "schedule_compaction", "spark_session", "write",
 ]

@@ -8,8 +8,13 @@
     pyhudi compaction show --path /data/drones [--instant T]
     pyhudi compaction schedule --path /data/drones
     pyhudi compaction run --path /data/drones [--instant T]
+    pyhudi clean --path /data/drones [--option hoodie.clean.commits.retained=5]
+    pyhudi archive --path /data/drones [--option hoodie.keep.max.commits=40]
+    pyhudi savepoint create|delete|list --path /data/drones [--instant T]
+    pyhudi restore --path /data/drones --instant T
+    pyhudi rollback --path /data/drones [--instant T]
 
-Everything but ``compaction run`` reads only table metadata and file listings (no Spark).
+Everything but ``compaction run`` works on table metadata and files alone (no Spark).
 """
 
 from __future__ import annotations
@@ -57,7 +62,12 @@ def show_commits(table: HudiTable, limit: int) -> str:
 
 
 def show_commit(table: HudiTable, instant: str) -> str:
+    from pyhudi.cli_timeline import show_service_instant
+
     inst = table.timeline.find(instant)
+    service = show_service_instant(table, inst)
+    if service is not None:
+        return service
     if not inst.is_completed:
         return f"instant {instant} is {inst.state.name.lower()} ({inst.action}); it has no commit metadata yet"
     meta = table.timeline.commit_metadata(inst)
@@ -136,14 +146,6 @@ def show_compactions(table: HudiTable, instant: str | None) -> str:
     return table_text(["Compaction Instant", "State", "File Slices", "Log Files", "Log Size"], rows)
 
 
-def show_timeline(table: HudiTable) -> str:
-    rows = []
-    for inst in table.timeline.instant_files:
-        path = table.timeline.path_of(inst)
-        rows.append([inst.timestamp, inst.action, inst.state.name, human(table.storage.size(path))])
-    return table_text(["Instant", "Action", "State", "File Size"], rows)
-
-
 def show_properties(table: HudiTable) -> str:
     return table_text(["Property", "Value"], sorted((k, v if len(v) < 100 else v[:97] + "...")
                                                    for k, v in table.properties.items()))
@@ -178,11 +180,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.add_argument("--instant", default=None)
         p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                        help="a hoodie.* option, e.g. hoodie.compaction.target.io=1024")
+    services(sub)
     args = parser.parse_args(argv)
     try:
         table = HudiTable(args.path)
         if args.command == "compaction":
             print(compaction_command(table, args))
+        elif args.command in ("clean", "archive", "savepoint", "restore", "rollback"):
+            print(service_command(table, args))
         elif args.what == "commits":
             print(show_commits(table, args.limit))
         elif args.what == "commit":
@@ -190,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.what == "file-groups":
             print(show_file_groups(table, args.partition))
         elif args.what == "timeline":
+            from pyhudi.cli_timeline import show_timeline
+
             print(show_timeline(table))
         else:
             print(show_properties(table))
@@ -199,16 +206,91 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def compaction_command(table: HudiTable, args: argparse.Namespace) -> str:
-    from pyhudi.config import HudiConfig
+def _option_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a hoodie.* option, e.g. hoodie.clean.commits.retained=5")
+
+
+def services(sub: argparse._SubParsersAction) -> None:
+    """Sub-commands of the table services: clean, archive, savepoint, restore, rollback."""
+    for name, helptext in (("clean", "delete file slices the cleaning policy no longer retains"),
+                           ("archive", "move instants beyond hoodie.keep.max.commits to the archived timeline")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--path", required=True, help="table base path")
+        _option_arg(p)
+    sp = sub.add_parser("savepoint", help="create, delete and list savepoints")
+    act = sp.add_subparsers(dest="what", required=True)
+    for name, helptext in (("create", "savepoint a completed commit (default the latest)"),
+                           ("delete", "delete the savepoint of --instant"),
+                           ("list", "list savepoints")):
+        p = act.add_parser(name, help=helptext)
+        p.add_argument("--path", required=True, help="table base path")
+        if name != "list":
+            p.add_argument("--instant", default=None, required=name == "delete")
+        if name == "create":
+            p.add_argument("--user", default=None)
+            p.add_argument("--comments", default="")
+    p = sub.add_parser("restore", help="roll the table back to a savepoint")
+    p.add_argument("--path", required=True, help="table base path")
+    p.add_argument("--instant", required=True, help="the savepoint instant")
+    p = sub.add_parser("rollback", help="roll back the latest completed commit")
+    p.add_argument("--path", required=True, help="table base path")
+    p.add_argument("--instant", default=None, help="the commit (must be the latest)")
+
+
+def _options(args: argparse.Namespace) -> dict[str, str]:
     from pyhudi.errors import HudiConfigError
 
     options = {}
-    for item in args.option:
+    for item in getattr(args, "option", []):
         if "=" not in item:
             raise HudiConfigError(f"--option takes KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         options[key.strip()] = value.strip()
+    return options
+
+
+def service_command(table: HudiTable, args: argparse.Namespace) -> str:
+    from pyhudi.config import HudiConfig
+    from pyhudi.services import archival, clean, restore, savepoint
+
+    if args.command == "clean":
+        done = clean.clean(table, HudiConfig.of(_options(args)), force=True)
+        return "\n".join(f"clean {c.instant}: deleted {c.files_deleted} files"
+                         + (f", {c.failed} failed" if c.failed else "")
+                         + (f" (retains from {c.earliest_to_retain})" if c.earliest_to_retain else "")
+                         for c in done) or "nothing to clean"
+    if args.command == "archive":
+        archived = archival.archive(table, HudiConfig.of(_options(args)))
+        return f"archived {len(archived)} instants ({archived[0]} .. {archived[-1]})" if archived \
+            else "nothing to archive"
+    if args.command == "restore":
+        res = restore.restore(table, args.instant)
+        return f"restore {res.instant}: table back at savepoint {res.savepoint}; rolled back " \
+               f"{len(res.rolled_back)} instants, deleted {res.files_deleted} files"
+    if args.command == "rollback":
+        return f"rolled back the latest commit as rollback {restore.rollback_commit(table, args.instant)}"
+    if args.what == "create":
+        made = savepoint.create_savepoint(table, args.instant, user=args.user, comments=args.comments)
+        return f"savepoint {made.instant}: {sum(len(v) for v in made.files.values())} files kept"
+    if args.what == "delete":
+        savepoint.delete_savepoint(table, args.instant)
+        return f"deleted savepoint {args.instant}"
+    rows = [[sp.instant, sp.savepointed_by, _epoch(sp.savepointed_at), sum(len(v) for v in sp.files.values()),
+             sp.comments] for sp in savepoint.list_savepoints(table.timeline)]
+    return table_text(["Savepoint", "By", "At", "Files", "Comments"], rows)
+
+
+def _epoch(millis: int) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M:%S") if millis else "-"
+
+
+def compaction_command(table: HudiTable, args: argparse.Namespace) -> str:
+    from pyhudi.config import HudiConfig
+
+    options = _options(args)
     if args.what == "show":
         return show_compactions(table, args.instant)
     if args.what == "schedule":

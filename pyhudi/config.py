@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pyhudi.errors import HudiConfigError
+from pyhudi.timeline.instant import parse_query_instant
 
 T = TypeVar("T")
 
@@ -391,6 +392,63 @@ COMPACTION_TARGET_IO = option(
     "MB of reads and writes one compaction plan may take (log-size based strategy).", parse_positive_int)
 
 # ---------------------------------------------------------------------------------------------
+# Cleaning and archival (run after every commit unless turned off)
+# ---------------------------------------------------------------------------------------------
+CLEAN_AUTOMATIC = option(
+    "hoodie.clean.automatic", True,
+    "Clean old file slices after every commit (write or compaction), as the retention policy allows.",
+    parse_bool)
+CLEAN_ASYNC = option(
+    "hoodie.clean.async", False,
+    "Clean in a background service; pyhudi cleans inline after the commit and accepts false only.",
+    lambda v: _only_false("hoodie.clean.async", v))
+CLEAN_POLICY = option(
+    "hoodie.clean.policy", "KEEP_LATEST_COMMITS",
+    "KEEP_LATEST_COMMITS keeps every slice a query of the last hoodie.clean.commits.retained commits needs; "
+    "KEEP_LATEST_FILE_VERSIONS keeps hoodie.clean.fileversions.retained slices per file group; "
+    "KEEP_LATEST_BY_HOURS keeps what queries of the last hoodie.clean.hours.retained hours need.",
+    choice("KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS", "KEEP_LATEST_BY_HOURS"),
+    aliases=("hoodie.cleaner.policy",))
+CLEAN_COMMITS_RETAINED = option(
+    "hoodie.clean.commits.retained", 10,
+    "Commits whose snapshots stay readable (time travel, incremental pulls) under KEEP_LATEST_COMMITS.",
+    parse_positive_int, aliases=("hoodie.cleaner.commits.retained",))
+CLEAN_FILE_VERSIONS_RETAINED = option(
+    "hoodie.clean.fileversions.retained", 3,
+    "File slices kept per file group under KEEP_LATEST_FILE_VERSIONS.",
+    parse_positive_int, aliases=("hoodie.cleaner.fileversions.retained",))
+CLEAN_HOURS_RETAINED = option(
+    "hoodie.clean.hours.retained", 24,
+    "Hours of commits whose snapshots stay readable under KEEP_LATEST_BY_HOURS.",
+    parse_positive_int, aliases=("hoodie.cleaner.hours.retained",))
+CLEAN_TRIGGER_STRATEGY = option(
+    "hoodie.clean.trigger.strategy", "NUM_COMMITS",
+    "When a clean is scheduled: after hoodie.clean.max.commits commits since the last clean.",
+    choice("NUM_COMMITS"))
+CLEAN_MAX_COMMITS = option(
+    "hoodie.clean.max.commits", 1,
+    "Commits since the last clean that trigger the next one.", parse_positive_int)
+CLEAN_INCREMENTAL = option(
+    "hoodie.clean.incremental.enabled", True,
+    "Only look at partitions written since the last clean's earliest retained commit, instead of all.",
+    parse_bool, aliases=("hoodie.cleaner.incremental.mode",))
+ARCHIVE_AUTOMATIC = option(
+    "hoodie.archive.automatic", True,
+    "Archive old instants after every commit once the active timeline holds more than hoodie.keep.max.commits.",
+    parse_bool)
+KEEP_MIN_COMMITS = option(
+    "hoodie.keep.min.commits", 20,
+    "Commits archival leaves on the active timeline; must exceed hoodie.clean.commits.retained.",
+    parse_positive_int)
+KEEP_MAX_COMMITS = option(
+    "hoodie.keep.max.commits", 30,
+    "Commits on the active timeline that trigger archival (down to hoodie.keep.min.commits).",
+    parse_positive_int)
+ARCHIVE_BEYOND_SAVEPOINT = option(
+    "hoodie.archive.beyond.savepoint", False,
+    "Archive instants newer than the oldest savepoint (savepointed commits themselves stay).", parse_bool)
+
+# ---------------------------------------------------------------------------------------------
 # Bloom filter written into every base file footer
 # ---------------------------------------------------------------------------------------------
 BLOOM_NUM_ENTRIES = option(
@@ -412,6 +470,39 @@ QUERY_TYPE = option(
     "hoodie.datasource.query.type", "snapshot",
     "snapshot, read_optimized or incremental.",
     lambda v: choice("SNAPSHOT", "READ_OPTIMIZED", "INCREMENTAL")(v).lower())
+
+BEGIN_INSTANT = option(
+    "hoodie.datasource.read.begin.instanttime", None,
+    "Incremental queries: records written after this instant (exclusive); 000 reads from the start.")
+END_INSTANT = option(
+    "hoodie.datasource.read.end.instanttime", None,
+    "Incremental queries: records written up to this instant (inclusive); default the latest commit.")
+INCR_FALLBACK_FULL_SCAN = option(
+    "hoodie.datasource.read.incr.fallback.fulltablescan.enable", False,
+    "When an incremental range reaches archived instants or cleaned files, scan the latest snapshot "
+    "and filter on _hoodie_commit_time instead of failing.", parse_bool)
+TIMELINE_HOLES_POLICY = option(
+    "hoodie.read.timeline.holes.resolution.policy", "FAIL",
+    "Incremental queries when a write older than completed ones is still pending (a hole): FAIL, or BLOCK "
+    "(read only up to the hole). USE_TRANSITION_TIME is not supported.",
+    lambda v: _holes_policy(v))
+AS_OF_INSTANT = option(
+    "as.of.instant", None,
+    "Time travel: read the table as of this instant (yyyyMMddHHmmss[SSS], 'yyyy-MM-dd HH:mm:ss[.SSS]' "
+    "or 'yyyy-MM-dd').", lambda v: parse_query_instant(v))
+
+
+def _holes_policy(value: Any) -> str:
+    text = choice("FAIL", "BLOCK", "USE_TRANSITION_TIME")(value)
+    if text == "USE_TRANSITION_TIME":
+        raise ValueError("USE_TRANSITION_TIME is not supported; use FAIL or BLOCK")
+    return text
+
+
+def _only_false(key: str, value: Any) -> bool:
+    if parse_bool(value):
+        raise ValueError(f"{key}=true is not supported: pyhudi runs this service inline after the commit")
+    return False
 
 
 def _parse_payload(value: Any) -> str:

@@ -50,3 +50,11 @@ class HudiInstantNotFoundError(HudiError, LookupError):
 
 class HudiCompactionError(HudiError):
     """A compaction cannot be scheduled or run (writes pending, no such plan)."""
+
+
+class HudiRetentionError(HudiError):
+    """A query reaches an instant whose files were cleaned or whose metadata was archived."""
+
+
+class HudiRestoreError(HudiError):
+    """A rollback or restore was refused (not the latest commit, savepointed, compaction planned on top)."""

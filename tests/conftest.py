@@ -41,11 +41,19 @@ def unzip_table(zip_path: Path, dest: Path) -> Path:
     return tables[0]
 
 
-def hudi_rs_rows(path: str | Path) -> list[dict]:
-    """The snapshot as the independent hudi-rs reader sees it."""
+def hudi_rs_rows(path: str | Path, *, as_of: str | None = None, start: str | None = None,
+                 end: str | None = None) -> list[dict]:
+    """The snapshot (as of an instant), or an incremental pull ``(start, end]``, as hudi-rs reads it."""
     import hudi
 
-    batches = hudi.HudiTable(str(Path(path).resolve())).read()
+    options = None
+    if start is not None:
+        options = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental).with_start_timestamp(start)
+        if end is not None:
+            options = options.with_end_timestamp(end)
+    elif as_of is not None:
+        options = hudi.HudiReadOptions().with_as_of_timestamp(as_of)
+    batches = hudi.HudiTable(str(Path(path).resolve())).read(options)
     if not batches:
         return []
     return pa.Table.from_batches(batches).to_pylist()

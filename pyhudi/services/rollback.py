@@ -21,12 +21,16 @@ from pyhudi.timeline.timeline import META_FOLDER, Timeline
 from pyhudi.write.markers import delete_markers, list_markers
 
 
-def _files_of(storage: Storage, instant: Instant) -> list[str]:
-    """Data files a pending instant wrote: from its markers, else by scanning for its instant time.
+def _files_of(storage: Storage, timeline: Timeline, instant: Instant) -> list[str]:
+    """Data files an instant wrote: a completed one's from its commit metadata, a pending one's
+    from its markers, else by scanning for its instant time.
 
     Log files are listed too: they may hold blocks of earlier, committed instants as well.
     """
     marked = sorted({path for path, _io in list_markers(storage, instant.timestamp)})
+    if instant.is_completed:
+        written = {s.path for s in timeline.commit_metadata(instant).write_stats() if s.path}
+        return [p for p in sorted(written | set(marked)) if storage.exists(p)]
     if marked:
         return [p for p in marked if storage.exists(p)]
     found = []
@@ -55,13 +59,13 @@ def _partition_of(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
-def _only_blocks_of(storage: Storage, rel: str, instant: str) -> bool:
-    """Whether every block of a log file was written by ``instant`` (then the file can go)."""
+def _only_blocks_of(storage: Storage, rel: str, instants: frozenset[str]) -> bool:
+    """Whether every block of a log file was written by one of ``instants`` (then the file can go)."""
     try:
         blocks = read_log_file(storage, rel)
     except HudiError:
         return False  # damaged before the failed write: keep the earlier blocks, neutralise ours
-    return all(b.instant_time == instant for b in blocks)
+    return all(b.instant_time in instants for b in blocks)
 
 
 def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tuple[str, int]:
@@ -79,33 +83,25 @@ def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tupl
     return storage.full(new_rel), len(data)
 
 
-def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False) -> str:
-    """Roll back one pending write instant; returns the rollback instant time.
+def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time: str, *,
+                 disposable: frozenset[str] = frozenset()) -> dict:
+    """Undo what ``instant`` wrote and drop it from the timeline; returns its HoodieRollbackMetadata.
 
     Base files it wrote are deleted. A log file it created holds only its blocks and is deleted
     too; a log file it appended to keeps the earlier blocks, and a rollback command block (in the
     slice's next log file, as Hudi writes it) tells every reader to skip the failed instant's.
+    ``disposable`` names other instants going away with this one (a restore): a log file holding
+    only their blocks is deleted rather than neutralised.
     """
     started = time.monotonic()
-    rb_time = new_instant_time(after=timeline.last_instant_time(), utc=utc)
-    files = _files_of(storage, instant)
+    files = _files_of(storage, timeline, instant)
+    gone = disposable | {instant.timestamp, rb_time}
     keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
-                 and not _only_blocks_of(storage, rel, instant.timestamp)}
+                 and not _only_blocks_of(storage, rel, gone)}
     files = [rel for rel in files if rel not in keep_logs]
     by_partition: dict[str, list[str]] = {}
     for rel in files:
         by_partition.setdefault(_partition_of(rel), []).append(rel)
-    plan = {
-        "instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
-        "RollbackRequests": [
-            {"partitionPath": p, "fileId": "", "latestBaseInstant": "",
-             "filesToBeDeleted": [storage.full(r) for r in rels], "logBlocksToBeDeleted": {}}
-            for p, rels in sorted(by_partition.items())
-        ] + [_log_request(storage, rel) for rel in sorted(keep_logs)],
-        "version": 1,
-    }
-    timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, plan))
-    timeline.transition_inflight(rb_time, ROLLBACK)
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     for p, rels in by_partition.items():
@@ -119,9 +115,10 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
         failed_logs.setdefault(p, {})[storage.full(rel)] = storage.size(rel)
         path, size = _rollback_log(storage, rel, rb_time, instant.timestamp)
         rollback_logs.setdefault(p, {})[path] = size
-    timeline.delete_instant(instant.timestamp)
+    timeline.delete_instant(instant.timestamp, instant.action)
+    delete_markers(storage, instant.timestamp)
     partitions = sorted(set(by_partition) | set(rollback_logs))
-    metadata = {
+    return {
         "startRollbackTime": rb_time,
         "timeTakenInMillis": int((time.monotonic() - started) * 1000),
         "totalFilesDeleted": sum(len(v) for v in deleted.values()),
@@ -135,8 +132,35 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
         "version": 1,
         "instantsRollback": [{"commitTime": instant.timestamp, "action": instant.action}],
     }
+
+
+def rollback_plan(storage: Storage, timeline: Timeline, instant: Instant) -> dict:
+    """The HoodieRollbackPlan of an instant: files to delete, log files to neutralise."""
+    files = _files_of(storage, timeline, instant)
+    keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
+                 and not _only_blocks_of(storage, rel, frozenset([instant.timestamp]))}
+    by_partition: dict[str, list[str]] = {}
+    for rel in files:
+        if rel not in keep_logs:
+            by_partition.setdefault(_partition_of(rel), []).append(rel)
+    return {
+        "instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
+        "RollbackRequests": [
+            {"partitionPath": p, "fileId": "", "latestBaseInstant": "",
+             "filesToBeDeleted": [storage.full(r) for r in rels], "logBlocksToBeDeleted": {}}
+            for p, rels in sorted(by_partition.items())
+        ] + [_log_request(storage, rel) for rel in sorted(keep_logs)],
+        "version": 1,
+    }
+
+
+def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False) -> str:
+    """Roll back one instant (a failed write, or a completed one); returns the rollback instant time."""
+    rb_time = new_instant_time(after=timeline.last_instant_time(), utc=utc)
+    timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, timeline, instant)))
+    timeline.transition_inflight(rb_time, ROLLBACK)
+    metadata = undo_instant(storage, timeline, instant, rb_time)
     timeline.complete(rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
-    delete_markers(storage, instant.timestamp)
     return rb_time
 
 

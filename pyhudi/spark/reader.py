@@ -8,8 +8,10 @@ any file is listed in them.
 
 from __future__ import annotations
 
+import logging
 import urllib.parse
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -19,28 +21,18 @@ from pyspark.sql.utils import AnalysisException
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiUnsupportedError
+from pyhudi.errors import HudiConfigError
+from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.spec import DEFAULT_PARTITION
+from pyhudi.read.incremental import has_archived_instants, plan_incremental
 from pyhudi.read.merge import MergeSpec
+from pyhudi.read.retention import Retention
 from pyhudi.spark.merged import read_merged
+from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import parse_instant_time
+from pyhudi.timeline.instant import WRITE_ACTIONS
 
-AS_OF_INSTANT = "as.of.instant"
-
-
-def normalize_instant(value: str) -> str:
-    """Accept ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` or ISO ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``."""
-    text = str(value).strip()
-    if text.isdigit() and len(text) in (14, 17):
-        parse_instant_time(text)
-        return text if len(text) == 17 else text + "999"
-    digits = "".join(ch for ch in text if ch.isdigit())
-    if len(digits) == 8:
-        return digits + "235959999"
-    if len(digits) >= 14:
-        return (digits + "000")[:17] if len(digits) < 17 else digits[:17]
-    raise HudiUnsupportedError(f"cannot read {value!r} as an instant; use yyyyMMddHHmmssSSS or an ISO timestamp")
+log = logging.getLogger("pyhudi")
 
 
 def _partition_values(path: str, fields: tuple[str, ...], hive: bool, encoded: bool) -> dict[str, str | None] | None:
@@ -88,34 +80,80 @@ def prune_partitions(spark: SparkSession, table: HudiTable, partitions: list[str
     return [r[0] for r in kept]
 
 
+@dataclass(frozen=True)
+class QueryFiles:
+    """What a query reads: file slices of one file-system view, and a row filter on commit times."""
+
+    view: FileSystemView
+    slices: list[FileSlice]
+    merged: bool  # merge log files (snapshot, incremental) or read base files only (read_optimized)
+    commit_filter: tuple[str, str] | None = None  # (exclusive begin, inclusive end) of an incremental pull
+    note: str | None = None
+
+    @property
+    def files(self) -> list[tuple[str, int]]:
+        """(relative path, size) of every file the query reads."""
+        out = []
+        for s in self.slices:
+            if s.base_file is not None:
+                out.append((s.base_file.path, s.base_file.size))
+            if self.merged:
+                out.extend((lf.path, lf.size) for lf in s.log_files)
+        return out
+
+
+def plan_query(table: HudiTable, cfg: HudiConfig) -> QueryFiles:
+    """The files a snapshot, read-optimized, time-travel or incremental query of ``table`` reads.
+
+    Time travel and incremental pulls are checked against what the cleaner removed first: a query
+    that would miss files fails with :class:`HudiRetentionError` instead of returning partial data.
+    """
+    query = cfg.get(C.QUERY_TYPE)
+    if query == "incremental":
+        plan = plan_incremental(table, cfg.get(C.BEGIN_INSTANT), cfg.get(C.END_INSTANT),
+                                fallback=cfg.get(C.INCR_FALLBACK_FULL_SCAN), holes=cfg.get(C.TIMELINE_HOLES_POLICY))
+        if plan.full_scan_reason is not None:
+            log.warning("incremental pull falls back to a full table scan: %s", plan.full_scan_reason)
+            view = table.file_system_view()
+            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), plan.full_scan_reason)
+        if not plan.instants:
+            view = table.file_system_view(as_of=plan.end, partitions=[])
+            return QueryFiles(view, [], True, (plan.begin, plan.end))
+        view = table.file_system_view(as_of=plan.end, partitions=plan.partitions)
+        slices = [s for s in view.latest_slices() if (s.partition_path, s.file_id) in plan.file_groups]
+        return QueryFiles(view, slices, True, (plan.begin, plan.end))
+    as_of = cfg.get(C.AS_OF_INSTANT)
+    if as_of is not None:
+        pending = table.timeline.pending(WRITE_ACTIONS)
+        if pending and as_of >= pending[0].timestamp:
+            raise HudiConfigError(
+                f"time travel to {as_of} must be earlier than the first incomplete commit {pending[0].timestamp} "
+                "(a write in flight, or a failed one the next write rolls back)")
+        Retention(table.storage, table.timeline, archived=has_archived_instants(table)).check(as_of)
+    view = table.file_system_view(as_of=as_of)
+    return QueryFiles(view, view.latest_slices(), query == "snapshot")
+
+
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
          filters: Column | str | None = None) -> DataFrame:
-    """Snapshot DataFrame of a Hudi table, meta columns first.
+    """A DataFrame of a Hudi table, meta columns first: snapshot, read_optimized, time travel or incremental.
 
     ``filters`` (a Column or SQL string) is applied to the result; when it only involves partition
     columns, partitions that cannot match are skipped without listing them.
     """
     cfg = HudiConfig.of(options)
-    query = cfg.get(C.QUERY_TYPE)
-    if query == "incremental":
-        raise HudiUnsupportedError("incremental queries are not supported yet")
     table = HudiTable(path)
-    as_of = cfg.raw.get(AS_OF_INSTANT)
-    as_of_instant = normalize_instant(as_of) if as_of else None
-    view = table.file_system_view(as_of=as_of_instant)
-    slices = view.latest_slices()
-    merged = query == "snapshot"  # read_optimized: base files only
-    schema = _schema(spark, table, [s.base_file.path for s in slices if s.base_file is not None])
+    files = plan_query(table, cfg)
+    schema = _schema(spark, table)
     if schema is None:
-        return spark.createDataFrame([], T.StructType([
-            T.StructField(n, T.StringType()) for n in ("_hoodie_commit_time", "_hoodie_commit_seqno",
-                                                      "_hoodie_record_key", "_hoodie_partition_path",
-                                                      "_hoodie_file_name")]))
+        return spark.createDataFrame([], T.StructType([T.StructField(n, T.StringType()) for n in META_FIELDS]))
+    slices = files.slices
     if filters is not None:
-        kept = prune_partitions(spark, table, view.partitions, schema, filters)
+        kept = prune_partitions(spark, table, files.view.partitions, schema, filters)
         if kept is not None:
             keep = set(kept)
             slices = [s for s in slices if s.partition_path in keep]
+    merged = files.merged
     bases = [s.base_file for s in slices if s.base_file is not None and not (merged and s.log_files)]
     if not bases:
         df = spark.createDataFrame([], schema)
@@ -127,7 +165,11 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         assert file_schema is not None
         spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
         df = df.unionByName(read_merged(spark, table.storage.base_uri, [s.to_read() for s in logged],
-                                        file_schema, schema, spec, view.visibility()))
+                                        file_schema, schema, spec, files.view.visibility()))
+    if files.commit_filter is not None:
+        begin, end = files.commit_filter
+        commit_time = F.col("_hoodie_commit_time")
+        df = df.where((commit_time > F.lit(begin)) & (commit_time <= F.lit(end)))
     if filters is not None:
         df = df.where(filters)
     return df
@@ -173,9 +215,9 @@ def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
     return table.timeline.commit_metadata(chosen[-1]).schema
 
 
-def _schema(spark: SparkSession, table: HudiTable, files: list[str]) -> T.StructType | None:
-    """Spark's reading of the newest base file's schema (latest table schema for COW)."""
+def _schema(spark: SparkSession, table: HudiTable) -> T.StructType | None:
+    """Spark's reading of the newest base file's schema (the latest table schema)."""
     newest = table.newest_base_file()
-    if newest is None or not files:
+    if newest is None:
         return None
     return spark.read.parquet(table.storage.uri(newest)).schema

@@ -185,6 +185,10 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
                                    "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET")
     if cfg.get(C.DROP_PARTITION_COLUMNS):
         raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
+    if cfg.get(C.ARCHIVE_AUTOMATIC):
+        from pyhudi.services.archival import validate as validate_archival
+
+        validate_archival(cfg)
     populate = cfg.get(C.POPULATE_META_FIELDS)
     if not populate and operation in ("upsert", "delete") and not overwrite:
         raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
@@ -242,9 +246,28 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         compacted = inline_compaction(df.sparkSession, table, cfg)
         if compacted:
             stats["compactions"] = compacted
+    stats.update(table_services(table, cfg))
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
     return WriteResult(instant, operation, path, stats, meta.write_stats())
+
+
+def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
+    """Hudi's post-commit services, in Hudi's order: clean, then archive."""
+    from pyhudi.services.archival import archive
+    from pyhudi.services.clean import clean
+
+    out: dict[str, Any] = {}
+    if cfg.get(C.CLEAN_AUTOMATIC):
+        cleaned = clean(table, cfg)
+        if cleaned:
+            out["cleans"] = [c.instant for c in cleaned]
+            out["files_cleaned"] = sum(c.files_deleted for c in cleaned)
+    if cfg.get(C.ARCHIVE_AUTOMATIC):
+        archived = archive(table, cfg)
+        if archived:
+            out["archived_instants"] = len(archived)
+    return out
 
 
 def pa_data_schema(schema: Any) -> Any:

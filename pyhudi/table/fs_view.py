@@ -83,29 +83,38 @@ class FileSystemView:
     """Committed file groups of a table, as of an instant (default: the latest completed write)."""
 
     def __init__(self, storage: Storage, timeline: Timeline, *, as_of: str | None = None,
-                 partitions: list[str] | None = None) -> None:
+                 partitions: list[str] | None = None, include_replaced: bool = False) -> None:
         self.storage = storage
         self.timeline = timeline
         writes = [i for i in timeline.completed_writes() if as_of is None or i.timestamp <= as_of]
         self.as_of = as_of if as_of is not None else (writes[-1].timestamp if writes else None)
         self._committed = {i.timestamp for i in writes}
-        first = timeline.first_instant_time()
-        self._archived_before = first  # instants older than the active timeline were committed
+        self._archived_before = timeline.first_data_instant_time()  # older instants: archived, committed
         self._replaced = self._replaced_file_ids(writes)
+        self._include_replaced = include_replaced  # the cleaner sees retired file groups too
         self._groups: dict[tuple[str, str], FileGroup] = {}
         self._partitions: list[str] = []
         self._load(partitions)
 
     # -- loading -------------------------------------------------------------------------------
-    def _replaced_file_ids(self, writes: list) -> set[tuple[str, str]]:
-        replaced: set[tuple[str, str]] = set()
+    def _replaced_file_ids(self, writes: list) -> dict[tuple[str, str], str]:
+        """(partition, file id) -> the replace commit that retired the group."""
+        replaced: dict[tuple[str, str], str] = {}
         for inst in writes:
             if inst.action != REPLACE_COMMIT:
                 continue
             meta = self.timeline.commit_metadata(inst)
             for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
-                replaced.update((partition, fid) for fid in ids)
+                for fid in ids:
+                    replaced.setdefault((partition, fid), inst.timestamp)
         return replaced
+
+    def replaced_at(self, partition: str, file_id: str) -> str | None:
+        """The replace commit that retired a file group, None for a live group."""
+        return self._replaced.get((partition, file_id))
+
+    def _hidden(self, partition: str, file_id: str) -> bool:
+        return not self._include_replaced and (partition, file_id) in self._replaced
 
     def is_committed(self, instant_time: str) -> bool:
         if self.as_of is not None and instant_time > self.as_of:
@@ -139,13 +148,13 @@ class FileSystemView:
         for info in infos:
             parsed = parse_base_file(info.name)
             if parsed is not None and parsed.extension == "parquet":
-                if (partition, parsed.file_id) in self._replaced or not self.is_committed(parsed.instant_time):
+                if self._hidden(partition, parsed.file_id) or not self.is_committed(parsed.instant_time):
                     continue
                 bases.setdefault(parsed.file_id, []).append(BaseFile(
                     partition, parsed.file_id, parsed.instant_time, parsed.write_token, info.name, info.size))
                 continue
             lg = parse_log_file(info.name)
-            if lg is not None and lg.extension == "log" and (partition, lg.file_id) not in self._replaced:
+            if lg is not None and lg.extension == "log" and not self._hidden(partition, lg.file_id):
                 logs.setdefault(lg.file_id, []).append(LogFile(
                     partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, info.name, info.size))
         for fid in sorted(set(bases) | set(logs)):

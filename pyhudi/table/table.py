@@ -100,8 +100,10 @@ class HudiTable:
         self.config = store_table_config(self.storage, props)
 
     # -- views ---------------------------------------------------------------------------------
-    def file_system_view(self, *, as_of: str | None = None, partitions: list[str] | None = None) -> FileSystemView:
-        return FileSystemView(self.storage, self.timeline, as_of=as_of, partitions=partitions)
+    def file_system_view(self, *, as_of: str | None = None, partitions: list[str] | None = None,
+                         include_replaced: bool = False) -> FileSystemView:
+        return FileSystemView(self.storage, self.timeline, as_of=as_of, partitions=partitions,
+                              include_replaced=include_replaced)
 
     def commits(self) -> list[CommitSummary]:
         return [CommitSummary(i, self.timeline.commit_metadata(i)) for i in self.timeline.completed_writes()]

@@ -112,6 +112,36 @@ def parse_instant_time(ts: str) -> dt.datetime:
     return dt.datetime.strptime(ts[:14], INSTANT_FORMAT) + dt.timedelta(milliseconds=int(ts[14:17]))
 
 
+_QUERY_FORMS = (
+    (re.compile(r"^\d{17}$"), lambda d: d),
+    (re.compile(r"^\d{14}$"), lambda d: d + "000"),
+    (re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}\.\d{3}$"), lambda d: d),
+    (re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}$"), lambda d: d + "999"),
+    (re.compile(r"^\d{4}-\d{2}-\d{2}$"), lambda d: d + "000000000"),
+)
+
+
+def parse_query_instant(value: object) -> str:
+    """An instant named in a query option, as a 17-digit instant time.
+
+    Accepts what Hudi's ``formatQueryInstant`` accepts: ``yyyyMMddHHmmss[SSS]``,
+    ``yyyy-MM-dd HH:mm:ss[.SSS]`` (also with ``T``) and ``yyyy-MM-dd`` (midnight, so a date reads
+    the table as it was when that day began). As in Hudi, ``HH:mm:ss`` covers the whole second
+    (``.999``); a 14-digit instant means its first millisecond (``000``).
+    """
+    text = str(value).strip()
+    for pattern, complete in _QUERY_FORMS:
+        if pattern.match(text):
+            digits = complete("".join(ch for ch in text if ch.isdigit()))
+            try:
+                parse_instant_time(digits)
+            except ValueError:
+                break
+            return digits
+    raise ValueError(f"cannot read {value!r} as an instant; use yyyyMMddHHmmss[SSS], "
+                     "'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'")
+
+
 def new_instant_time(*, after: str | None = None, utc: bool = False) -> str:
     """A fresh instant time, strictly greater than ``after`` and than any issued by this process.
 

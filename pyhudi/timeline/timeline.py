@@ -15,6 +15,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import (
     COMMIT,
     COMPLETES_AS,
+    SAVEPOINT,
     WRITE_ACTIONS,
     Instant,
     State,
@@ -23,6 +24,8 @@ from pyhudi.timeline.instant import (
 from pyhudi.timeline.metadata import CommitMetadata
 
 META_FOLDER = ".hoodie"
+#: actions of the commit timeline (their instants write data files)
+DATA_ACTIONS = frozenset(WRITE_ACTIONS) | frozenset(COMPLETES_AS)
 
 
 def read_avro_record(data: bytes, *, source: str) -> dict:
@@ -64,14 +67,19 @@ class Timeline:
         return list(self._files)
 
     def instants(self) -> list[Instant]:
-        """One entry per instant time: its most advanced state (completed action name)."""
-        latest: dict[str, Instant] = {}
+        """One entry per instant: its most advanced state (under its completed action's name).
+
+        A savepoint shares its time with the commit it saves; the two are separate instants, and
+        the commit comes first.
+        """
+        latest: dict[tuple[str, str], Instant] = {}
         for inst in self._files:
-            cur = latest.get(inst.timestamp)
+            key = (inst.timestamp, family(inst.action))
+            cur = latest.get(key)
             if cur is None or inst.state > cur.state or (
                     inst.state == cur.state and inst.action in COMPLETES_AS.values()):
-                latest[inst.timestamp] = inst
-        return [latest[t] for t in sorted(latest)]
+                latest[key] = inst
+        return [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1] == SAVEPOINT, k[1]))]
 
     def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
         wanted = set(actions) if actions is not None else None
@@ -98,12 +106,27 @@ class Timeline:
     def first_instant_time(self) -> str | None:
         return self._files[0].timestamp if self._files else None
 
+    def first_data_instant_time(self) -> str | None:
+        """The first instant (any state) of the commit timeline: writes and compactions/clustering.
+
+        Data files of older instants belong to archived, hence completed, commits. Clean, rollback
+        and savepoint instants do not count: archival moves them on their own schedule, so one may
+        outlive the commits around it.
+        """
+        for inst in self._files:
+            if inst.action in DATA_ACTIONS:
+                return inst.timestamp
+        return None
+
     def find(self, timestamp: str) -> Instant:
         for inst in self.instants():
             if inst.timestamp == timestamp:
                 return inst
         raise HudiInstantNotFoundError(
             f"instant {timestamp} is not on the active timeline; run `pyhudi show commits` to list instants")
+
+    def has_state(self, timestamp: str, state: State) -> bool:
+        return any(i.timestamp == timestamp and i.state == state for i in self._files)
 
     def is_completed(self, timestamp: str) -> bool:
         return any(i.timestamp == timestamp and i.is_completed for i in self._files)
@@ -145,16 +168,27 @@ class Timeline:
         """The commit point: the completed file appears atomically with its full content."""
         return self._write(Instant(timestamp, State.COMPLETED, action), content, must_be_new=True)
 
-    def delete_instant(self, timestamp: str) -> list[str]:
-        """Remove every file of an instant (completed first, so it turns invisible at once)."""
+    def delete_instant(self, timestamp: str, action: str | None = None) -> list[str]:
+        """Remove every file of an instant (completed first, so it turns invisible at once).
+
+        ``action`` limits the removal to that instant's family (a commit and its savepoint share
+        a time; rolling back one must not touch the other).
+        """
+        def doomed(i: Instant) -> bool:
+            return i.timestamp == timestamp and (action is None or family(i.action) == family(action))
+
         removed = []
-        for inst in sorted((i for i in self._files if i.timestamp == timestamp),
-                           key=lambda i: -i.state):
+        for inst in sorted((i for i in self._files if doomed(i)), key=lambda i: -i.state):
             path = self.path_of(inst)
             if self.storage.delete(path):
                 removed.append(path)
-        self._files = [i for i in self._files if i.timestamp != timestamp]
+        self._files = [i for i in self._files if not doomed(i)]
         return removed
+
+
+def family(action: str) -> str:
+    """The action an instant completes as: compaction -> commit, clustering -> replacecommit..."""
+    return COMPLETES_AS.get(action, action)
 
 
 def commit_action_for(table_type: str) -> str:

@@ -1,0 +1,112 @@
+"""Planning incremental queries: which commits a pull covers and which file groups it must read.
+
+An incremental pull over ``(begin, end]`` returns, for every record written by a commit in that
+range, its state as of ``end``: the snapshot at ``end`` restricted to ``_hoodie_commit_time`` in the
+range. Every such record lives in a file group that one of those commits wrote, so the commit
+metadata of the range names all the file groups to read; the rest of the table is never listed.
+Late data needs no special case: a commit that writes an old event time into an old partition
+names that partition's file group in its metadata like any other.
+
+When the range cannot be served exactly (its commits were archived, so their metadata is gone, or
+the cleaner removed file slices the snapshot at ``end`` needs) the pull fails with a
+:class:`HudiRetentionError`, or, with ``hoodie.datasource.read.incr.fallback.fulltablescan.enable``,
+falls back as Hudi does to scanning the latest snapshot and filtering on the commit time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyhudi.errors import HudiConfigError, HudiRetentionError
+from pyhudi.read.retention import Retention
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import WRITE_ACTIONS, parse_query_instant
+
+#: Hudi's spelling of "from the beginning of the timeline"
+EARLIEST = "00000000000000000"
+
+
+def parse_begin(value: object) -> str:
+    text = str(value).strip()
+    if text.strip("0") == "" or text.lower() == "earliest":
+        return EARLIEST
+    return parse_query_instant(text)
+
+
+@dataclass(frozen=True)
+class IncrementalPlan:
+    """The commits of one pull and what to read for them."""
+
+    begin: str  # exclusive
+    end: str  # inclusive: the last completed write in the range, or the requested end
+    instants: tuple[str, ...]
+    file_groups: frozenset[tuple[str, str]]  # (partition path, file id)
+    full_scan_reason: str | None = None
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted({p for p, _ in self.file_groups})
+
+
+def plan_incremental(table: HudiTable, begin: object, end: object | None = None, *,
+                     fallback: bool = False, holes: str = "FAIL") -> IncrementalPlan:
+    """The plan of an incremental pull; raises when the range cannot be read exactly (no fallback)."""
+    if begin is None:
+        raise HudiConfigError("an incremental query needs hoodie.datasource.read.begin.instanttime "
+                              "(an instant time, exclusive; 000 for everything)")
+    if not table.config.populate_meta_fields:
+        raise HudiConfigError(f"{table.path} does not store _hoodie_commit_time (hoodie.populate.meta.fields="
+                              "false), so it cannot be read incrementally; use a snapshot or time travel query")
+    start = parse_begin(begin)
+    writes = table.timeline.completed_writes()
+    hole = first_hole(table)
+    if hole is not None:
+        if holes == "FAIL":
+            raise HudiConfigError(
+                f"write {hole} is still pending while later commits completed (a hole in the timeline): a pull "
+                "now could miss its records when it completes. Retry after it completes or is rolled back, or set "
+                "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
+        writes = [w for w in writes if w.timestamp < hole]
+    stop = parse_query_instant(end) if end is not None else (writes[-1].timestamp if writes else start)
+    if stop < start:
+        raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")
+    in_range = [w for w in writes if start < w.timestamp <= stop]
+    first_active = table.timeline.first_data_instant_time()
+    retention = Retention(table.storage, table.timeline, archived=has_archived_instants(table))
+    reason = None
+    if retention.archived and first_active is not None and start < first_active and start != EARLIEST:
+        reason = (f"begin instant {start} is older than the active timeline (it starts at {first_active}); "
+                  "the commits after it were archived")
+    elif retention.archived and start == EARLIEST:
+        reason = "the pull starts at the beginning of the table, whose first commits were archived"
+    groups: set[tuple[str, str]] = set()
+    if reason is None:
+        for inst in in_range:
+            for stat in table.timeline.commit_metadata(inst).write_stats():
+                if stat.fileId:
+                    groups.add((stat.partitionPath, stat.fileId))
+        try:
+            retention.check(stop, file_groups=groups, purpose="incremental pull")
+        except HudiRetentionError as exc:
+            reason = str(exc)
+    if reason is not None and not fallback:
+        raise HudiRetentionError(
+            f"cannot pull ({start}, {stop}] incrementally: {reason}. Start from a later instant, or set "
+            "hoodie.datasource.read.incr.fallback.fulltablescan.enable=true to scan the latest snapshot "
+            "(records rewritten after the range are then left out)")
+    return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(groups), reason)
+
+
+def first_hole(table: HudiTable) -> str | None:
+    """The first pending write that completed writes follow, if any."""
+    pending = [i.timestamp for i in table.timeline.pending(WRITE_ACTIONS)]
+    if not pending:
+        return None
+    writes = table.timeline.completed_writes()
+    return pending[0] if writes and writes[-1].timestamp > pending[0] else None
+
+
+def has_archived_instants(table: HudiTable) -> bool:
+    """Whether archival moved instants off the active timeline (an archive file exists)."""
+    folder = table.config.props.get("hoodie.archivelog.folder") or "archived"
+    return any(i.name.startswith(".commits_.archive.") for i in table.storage.list_files(f".hoodie/{folder}"))

@@ -1,0 +1,141 @@
+"""Which past instants can still be read: the cleaner's footprint on time travel and incremental pulls.
+
+A query as of instant T needs, in every file group, the file slice that was latest at T. The
+cleaner deletes old slices, so a past snapshot silently loses file groups unless the reader checks.
+This module derives, from the clean instants on the active timeline, the time interval during which
+each deleted slice was the latest of its group: from its base instant up to the base instant of the
+next slice of the group (or the replace commit that retired the group). A query as of T is exact
+iff T falls in none of those intervals (for the file groups it reads). Hudi readers find out by
+failing on a missing file; we refuse up front, naming the clean and the retention option.
+
+The rule works for cleans written by Apache Hudi too (it only uses the deleted file names), and
+for every cleaning policy, savepoints included: a savepointed slice is never deleted, so no
+interval covers the savepoint instant.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyhudi.errors import HudiRetentionError
+from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.storage import Storage
+from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT
+from pyhudi.timeline.timeline import Timeline, read_avro_record
+
+
+@dataclass(frozen=True)
+class CleanedSlice:
+    """A file slice removed by a clean, and the time span during which queries needed it."""
+
+    partition_path: str
+    file_id: str
+    base_instant: str
+    superseded_at: str  # first instant at which a newer slice (or a replace) took over
+    clean_instant: str
+
+    def needed_at(self, instant: str) -> bool:
+        return self.base_instant <= instant < self.superseded_at
+
+
+def _slice_key(name: str) -> tuple[str, str] | None:
+    """(file id, base instant) of a data file name."""
+    base = parse_base_file(name)
+    if base is not None:
+        return base.file_id, base.instant_time
+    log = parse_log_file(name)
+    if log is not None and log.extension == "log":
+        return log.file_id, log.base_instant
+    return None
+
+
+def _clean_records(storage: Storage, timeline: Timeline, *, archived: bool) -> list[tuple[str, dict]]:
+    """(clean instant, HoodieCleanMetadata) of every completed clean, archived ones too if asked."""
+    out = [(c.timestamp, read_avro_record(timeline.read_bytes(c), source=timeline.path_of(c)))
+           for c in timeline.completed([CLEAN])]
+    if archived:
+        from pyhudi.timeline.archive import ArchivedTimeline
+
+        old = ArchivedTimeline(storage)
+        for inst in old.instants():
+            if inst.action == CLEAN and inst.is_completed:
+                meta = old.metadata(inst.timestamp, CLEAN)
+                if meta:
+                    out.append((inst.timestamp, meta))
+    return sorted(out, key=lambda item: item[0])
+
+
+def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = False) -> list[CleanedSlice]:
+    """Every slice the cleans removed (those on the active timeline, and archived ones if asked),
+    with the span during which queries needed it."""
+    records = _clean_records(storage, timeline, archived=archived)
+    if not records:
+        return []
+    removed: dict[tuple[str, str, str], str] = {}  # (partition, fid, base instant) -> clean instant
+    for clean_time, record in records:
+        for partition, meta in (record.get("partitionMetadata") or {}).items():
+            for path in meta.get("successDeleteFiles") or []:
+                key = _slice_key(posixpath.basename(path))
+                if key is not None:
+                    removed.setdefault((partition, *key), clean_time)
+    replaced_at: dict[tuple[str, str], str] = {}
+    for inst in timeline.completed([REPLACE_COMMIT]):
+        for partition, ids in (timeline.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
+            for fid in ids:
+                replaced_at.setdefault((partition, fid), inst.timestamp)
+    known: dict[tuple[str, str], set[str]] = {}
+    for partition, fid, base in removed:
+        known.setdefault((partition, fid), set()).add(base)
+    for partition in {p for p, _, _ in removed}:
+        for info in storage.list_files(partition):
+            key = _slice_key(info.name)
+            if key is not None and (partition, key[0]) in known:
+                known[(partition, key[0])].add(key[1])
+    out = []
+    for (partition, fid, base), by_clean in sorted(removed.items()):
+        later = [t for t in known[(partition, fid)] if t > base]
+        retired = replaced_at.get((partition, fid))
+        if retired is not None and retired > base:
+            later.append(retired)
+        out.append(CleanedSlice(partition, fid, base, min(later, default=by_clean), by_clean))
+    return out
+
+
+class Retention:
+    """Checks that a query as of an instant reads a complete snapshot.
+
+    Cleans on the active timeline are always consulted; the archived ones only for instants older
+    than the active timeline (reading the archive costs more, and only such queries need it).
+    """
+
+    def __init__(self, storage: Storage, timeline: Timeline, *, archived: bool) -> None:
+        self.storage = storage
+        self.timeline = timeline
+        self.archived = archived
+        self.first_active = timeline.first_data_instant_time()
+        self.cleaned = cleaned_slices(storage, timeline)
+        self._with_archive: list[CleanedSlice] | None = None
+
+    def _slices_for(self, instant: str) -> list[CleanedSlice]:
+        if not (self.archived and self.first_active is not None and instant < self.first_active):
+            return self.cleaned
+        if self._with_archive is None:
+            self._with_archive = cleaned_slices(self.storage, self.timeline, archived=True)
+        return self._with_archive
+
+    def check(self, instant: str, *, file_groups: Iterable[tuple[str, str]] | None = None,
+              purpose: str = "time travel") -> None:
+        """Raise :class:`HudiRetentionError` unless every needed slice as of ``instant`` still exists."""
+        wanted = None if file_groups is None else set(file_groups)
+        for gone in self._slices_for(instant):
+            if not gone.needed_at(instant):
+                continue
+            if wanted is not None and (gone.partition_path, gone.file_id) not in wanted:
+                continue
+            raise HudiRetentionError(
+                f"{purpose} to {instant} needs file group {gone.file_id} of partition "
+                f"'{gone.partition_path}' as written at {gone.base_instant}, which clean {gone.clean_instant} "
+                f"removed; instants from {gone.superseded_at} on can be read. Retain more history with "
+                "hoodie.clean.commits.retained (or a savepoint) to query further back")

@@ -1,0 +1,112 @@
+"""Archival: keeping the active timeline short by moving old instants to the archived timeline.
+
+Every reader and writer lists ``.hoodie/`` and parses what it finds, so the active timeline must
+stay small. Once it holds more than ``hoodie.keep.max.commits`` completed commits, the oldest are
+moved (with all their states) into the archive log, down to ``hoodie.keep.min.commits``. Data files
+of archived commits stay valid: readers treat instants older than the active timeline as committed.
+
+What archival must never pass (Hudi's ``HoodieTimelineArchiver`` rules):
+
+- the last commit before the first pending instant of the commit timeline (a write or compaction
+  in flight: nothing after a hole may go, or it would look older than the timeline and count as
+  committed);
+- the oldest savepoint (unless ``hoodie.archive.beyond.savepoint``; savepointed commits never go);
+- the earliest commit the last clean retains (the cleaner plans incrementally from it, and those
+  commits are what time travel and incremental pulls read);
+- on merge-on-read tables with inline compaction, the last compaction (its trigger counts the delta
+  commits after it).
+
+Clean and rollback instants are archived on their own counts (each action apart), beyond the same
+maximum. ``hoodie.keep.min.commits`` at or below ``hoodie.clean.commits.retained`` is widened, with a
+warning, as Hudi's archiver does.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError
+from pyhudi.table import properties as P
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.archive import archive_instants
+from pyhudi.timeline.avro_records import read_record
+from pyhudi.timeline.instant import CLEAN, COMMIT, ROLLBACK, SAVEPOINT
+from pyhudi.timeline.timeline import DATA_ACTIONS
+
+log = logging.getLogger("pyhudi")
+
+
+def validate(cfg: HudiConfig) -> None:
+    """Hudi's write-config check: the archival window needs a maximum above its minimum."""
+    keep_min, keep_max = cfg.get(C.KEEP_MIN_COMMITS), cfg.get(C.KEEP_MAX_COMMITS)
+    if keep_max <= keep_min:
+        raise HudiConfigError(f"increase hoodie.keep.max.commits ({keep_max}) to be greater than "
+                              f"hoodie.keep.min.commits ({keep_min})")
+
+
+def keep_window(cfg: HudiConfig) -> tuple[int, int]:
+    """(min, max) commits to keep, widened as Hudi's archiver does so that the cleaner's retained
+    commits (and one before them) always stay on the active timeline."""
+    keep_min, keep_max = cfg.get(C.KEEP_MIN_COMMITS), cfg.get(C.KEEP_MAX_COMMITS)
+    if cfg.get(C.CLEAN_POLICY) == "KEEP_LATEST_COMMITS":
+        needed = cfg.get(C.CLEAN_COMMITS_RETAINED) + 1
+        if keep_min < needed:
+            log.warning("hoodie.keep.min.commits=%d is not above hoodie.clean.commits.retained=%d; archival keeps "
+                        "%d commits instead", keep_min, needed - 1, needed)
+            keep_min, keep_max = needed, needed + keep_max - keep_min
+    return keep_min, keep_max
+
+
+def _last_clean_ectr(table: HudiTable) -> str | None:
+    cleans = table.timeline.completed([CLEAN])
+    if not cleans:
+        return None
+    return read_record(table.timeline.read_bytes(cleans[-1])).get("earliestCommitToRetain") or None
+
+
+def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
+    """Instant times to move to the archive now (oldest first)."""
+    timeline = table.timeline
+    keep_min, keep_max = keep_window(cfg)
+    out: list[str] = []
+    for action in (CLEAN, ROLLBACK):  # each on its own count
+        services = timeline.completed([action])
+        if len(services) > keep_max:
+            out.extend(i.timestamp for i in services[:len(services) - keep_min])
+    commits = timeline.completed_writes()
+    if len(commits) <= keep_max:
+        return sorted(out)
+    limits = []
+    pending = timeline.pending(DATA_ACTIONS)
+    if pending:  # keep the pending instant and the last commit before it
+        before = [c.timestamp for c in commits if c.timestamp < pending[0].timestamp]
+        limits.append(before[-1] if before else pending[0].timestamp)
+    savepoints = [s.timestamp for s in timeline.completed([SAVEPOINT])]
+    if savepoints and not cfg.get(C.ARCHIVE_BEYOND_SAVEPOINT):
+        limits.append(savepoints[0])
+    ectr = _last_clean_ectr(table)
+    if ectr:
+        limits.append(ectr)
+    if table.table_type == P.MERGE_ON_READ and (cfg.get(C.COMPACT_INLINE) or cfg.get(C.COMPACT_SCHEDULE_INLINE)):
+        compactions = [c.timestamp for c in commits if c.action == COMMIT]
+        limits.append(compactions[-1] if compactions else commits[0].timestamp)
+    limit = min(limits) if limits else None
+    candidates = [c.timestamp for c in commits
+                  if (limit is None or c.timestamp < limit) and c.timestamp not in savepoints]
+    out.extend(candidates[:len(commits) - keep_min])
+    return sorted(set(out))
+
+
+def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
+    """Archive what the rules allow; returns the archived instant times."""
+    validate(cfg)
+    table.timeline.reload()
+    chosen = instants_to_archive(table, cfg)
+    if not chosen:
+        return []
+    archive_instants(table.storage, table.timeline, chosen)
+    table.timeline.reload()
+    log.info("archived %d instants (%s .. %s)", len(chosen), chosen[0], chosen[-1])
+    return chosen

@@ -1,0 +1,127 @@
+"""Undoing completed commits: rollback of the latest commit, and restore to a savepoint.
+
+``rollback`` takes back the latest completed write (a commit, delta commit, replace commit or
+compaction), leaving the table as it was before it; only the latest, because a later commit may
+have built on the files an earlier one wrote. ``restore`` rolls back every instant after a
+savepoint, newest first, in one ``restore`` instant: Hudi records the rollbacks inside the
+HoodieRestoreMetadata instead of as separate rollback instants, so the timeline shows one action.
+
+Both refuse to run when the result would not be whole: the files the table returns to must
+still exist (the cleaner may have removed the previous version of a file group; a savepoint
+protects its snapshot, which is why restore goes to savepoints only).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pyhudi.errors import HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
+from pyhudi.services.compaction import pending_compactions
+from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, write_record
+from pyhudi.timeline.instant import RESTORE, ROLLBACK, SAVEPOINT, Instant, new_instant_time
+from pyhudi.timeline.timeline import DATA_ACTIONS
+
+log = logging.getLogger("pyhudi")
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    instant: str
+    savepoint: str
+    rolled_back: tuple[str, ...]
+    files_deleted: int
+    seconds: float
+
+
+def _utc(table: HudiTable) -> bool:
+    return table.config.timeline_timezone == "UTC"
+
+
+def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
+    """Every file group the commit rewrote must still have the version it replaced."""
+    meta = table.timeline.commit_metadata(instant)
+    listings: dict[str, set[str]] = {}
+    for stat in meta.write_stats():
+        prev = stat.prevCommit
+        if stat.is_log or prev in (None, "", "null") or not stat.path.endswith(".parquet"):
+            continue
+        part = stat.partitionPath
+        if part not in listings:
+            listings[part] = {info.name for info in table.storage.list_files(part)}
+        if not any(n.startswith(stat.fileId + "_") and n.endswith(f"_{prev}.parquet") for n in listings[part]):
+            raise HudiRetentionError(
+                f"cannot roll back {instant.timestamp}: the version of file group {stat.fileId} in partition "
+                f"'{part}' it replaced (written at {prev}) was cleaned, so its records would be lost. "
+                "Restore to a savepoint instead, or keep more versions (hoodie.clean.commits.retained)")
+
+
+def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
+    """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
+    timeline = table.timeline.reload()
+    rollback_failed_writes(table.storage, timeline, utc=_utc(table))
+    writes = timeline.completed_writes()
+    if not writes:
+        raise HudiInstantNotFoundError(f"{table.path} has no completed commit to roll back")
+    latest = writes[-1]
+    if instant is not None and instant != latest.timestamp:
+        timeline.find(instant)  # not found at all: that error
+        newer = [w.timestamp for w in writes if w.timestamp > instant]
+        raise HudiRestoreError(f"only the latest commit can be rolled back; {instant} is followed by "
+                               f"{', '.join(newer)}. Roll those back first, or restore to a savepoint")
+    if any(s.timestamp == latest.timestamp for s in timeline.completed([SAVEPOINT])):
+        raise HudiRestoreError(f"commit {latest.timestamp} has a savepoint; delete it first "
+                               f"(`pyhudi savepoint delete --instant {latest.timestamp}`)")
+    later = [c.timestamp for c in pending_compactions(timeline) if c.timestamp > latest.timestamp]
+    if later:
+        raise HudiRestoreError(f"compaction {later[0]} was planned on top of {latest.timestamp}; run it and roll "
+                               "it back first, or restore to a savepoint")
+    _check_previous_versions(table, latest)
+    done = rollback_instant(table.storage, timeline, latest, utc=_utc(table))
+    log.info("rolled back %s %s as %s", latest.action, latest.timestamp, done)
+    return done
+
+
+def restore(table: HudiTable, savepoint: str) -> RestoreResult:
+    """Return the table to savepoint ``savepoint``: every data instant after it is rolled back."""
+    started = time.monotonic()
+    timeline = table.timeline.reload()
+    if not any(s.timestamp == savepoint for s in timeline.completed([SAVEPOINT])):
+        raise HudiInstantNotFoundError(f"there is no savepoint at {savepoint}; restore goes to a savepoint "
+                                       "(`pyhudi savepoint list`, `pyhudi savepoint create`)")
+    later = [s.timestamp for s in timeline.completed([SAVEPOINT]) if s.timestamp > savepoint]
+    if later:
+        raise HudiRestoreError(f"savepoints {', '.join(later)} are newer than {savepoint}; restoring would roll back "
+                               "savepointed commits. Delete them first (`pyhudi savepoint delete --instant T`)")
+    doomed = [i for i in timeline.instants() if i.action in DATA_ACTIONS and i.timestamp > savepoint]
+    doomed.sort(key=lambda i: i.timestamp, reverse=True)
+    instant = new_instant_time(after=timeline.last_instant_time(), utc=_utc(table))
+    infos = [{"commitTime": i.timestamp, "action": i.action} for i in doomed]
+    timeline.create_requested(instant, RESTORE, write_record(
+        RESTORE_PLAN, {"savepointToRestoreTimestamp": savepoint, "instantsToRollback": infos, "version": 2}))
+    timeline.transition_inflight(instant, RESTORE)
+    per_instant: dict[str, list[dict]] = {}
+    deleted = 0
+    disposable = frozenset(i.timestamp for i in doomed)
+    for inst in doomed:
+        meta = undo_instant(table.storage, timeline, inst, instant, disposable=disposable)
+        per_instant[inst.timestamp] = [meta]
+        deleted += int(meta["totalFilesDeleted"])
+    for rb in timeline.instants():  # as Hudi: rollbacks after the savepoint go with what they rolled back
+        if rb.action == ROLLBACK and rb.timestamp > savepoint:
+            timeline.delete_instant(rb.timestamp, ROLLBACK)
+    seconds = time.monotonic() - started
+    metadata = {
+        "startRestoreTime": instant,
+        "timeTakenInMillis": int(seconds * 1000),
+        "instantsToRollback": [i.timestamp for i in doomed],
+        "hoodieRestoreMetadata": per_instant,
+        "version": 1,
+        "restoreInstantInfo": infos,
+    }
+    timeline.complete(instant, RESTORE, write_record(RESTORE_METADATA, metadata))
+    log.info("restored %s to savepoint %s: rolled back %d instants", table.path, savepoint, len(doomed))
+    return RestoreResult(instant, savepoint, tuple(i.timestamp for i in doomed), deleted, seconds)

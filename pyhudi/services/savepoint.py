@@ -1,0 +1,102 @@
+"""Savepoints: commits whose snapshot the cleaner must keep, so the table can be read or restored there.
+
+A savepoint of commit T lists every file of the snapshot as of T (base files and, for
+merge-on-read, the log files of those slices) in ``T.savepoint`` (HoodieSavepointMetadata). The
+cleaner never deletes a listed file, archival stops before the oldest savepoint, and
+``restore`` can bring the table back to T. A savepoint can only be taken while the snapshot is
+still whole: once the cleaner removed part of it, there is nothing left to save.
+"""
+
+from __future__ import annotations
+
+import getpass
+import time
+from dataclasses import dataclass
+
+from pyhudi.errors import HudiInstantNotFoundError
+from pyhudi.read.incremental import has_archived_instants
+from pyhudi.read.retention import Retention
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, read_record, write_record
+from pyhudi.timeline.instant import SAVEPOINT, Instant, State
+from pyhudi.timeline.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class Savepoint:
+    instant: str
+    savepointed_by: str
+    savepointed_at: int  # epoch milliseconds (System.currentTimeMillis in Hudi)
+    comments: str
+    files: dict[str, tuple[str, ...]]  # partition -> file names
+
+
+def _metadata(timeline: Timeline, instant: Instant) -> Savepoint:
+    rec = read_record(timeline.read_bytes(instant))
+    files = {p: tuple(m.get("savepointDataFile") or ()) for p, m in (rec.get("partitionMetadata") or {}).items()}
+    return Savepoint(instant.timestamp, rec.get("savepointedBy") or "", int(rec.get("savepointedAt") or 0),
+                     rec.get("comments") or "", files)
+
+
+def list_savepoints(timeline: Timeline) -> list[Savepoint]:
+    return [_metadata(timeline, i) for i in timeline.completed([SAVEPOINT])]
+
+
+def savepointed_files(timeline: Timeline) -> set[str]:
+    """Names of every file some savepoint lists (the cleaner keeps them)."""
+    return {name for sp in list_savepoints(timeline) for names in sp.files.values() for name in names}
+
+
+def oldest_savepoint(timeline: Timeline) -> str | None:
+    saved = timeline.completed([SAVEPOINT])
+    return saved[0].timestamp if saved else None
+
+
+def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str | None = None,
+                     comments: str = "") -> Savepoint:
+    """Savepoint completed commit ``instant`` (default: the latest)."""
+    timeline = table.timeline.reload()
+    writes = timeline.completed_writes()
+    if instant is None:
+        if not writes:
+            raise HudiInstantNotFoundError(f"{table.path} has no completed commit to savepoint")
+        instant = writes[-1].timestamp
+    if not any(w.timestamp == instant for w in writes):
+        raise HudiInstantNotFoundError(f"{instant} is not a completed commit of {table.path}; savepoints are "
+                                       "taken of completed commits (`pyhudi show commits` lists them)")
+    if any(s.timestamp == instant for s in timeline.completed([SAVEPOINT])):
+        raise HudiInstantNotFoundError(f"commit {instant} already has a savepoint")
+    Retention(table.storage, timeline, archived=has_archived_instants(table)).check(instant, purpose="savepoint")
+    view = table.file_system_view(as_of=instant)
+    files: dict[str, list[str]] = {p: [] for p in view.partitions}
+    for piece in view.latest_slices():
+        names = files.setdefault(piece.partition_path, [])
+        if piece.base_file is not None:
+            names.append(piece.base_file.name)
+        names.extend(lf.name for lf in piece.log_files)
+    record = {
+        "savepointedBy": user or _user(),
+        "savepointedAt": int(time.time() * 1000),
+        "comments": comments,
+        "partitionMetadata": {p: {"partitionPath": p, "savepointDataFile": sorted(names)}
+                              for p, names in sorted(files.items())},
+        "version": 1,
+    }
+    timeline.transition_inflight(instant, SAVEPOINT)
+    timeline.complete(instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
+    return _metadata(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
+
+
+def delete_savepoint(table: HudiTable, instant: str) -> None:
+    timeline = table.timeline.reload()
+    if not any(s.timestamp == instant for s in timeline.completed([SAVEPOINT])):
+        raise HudiInstantNotFoundError(f"there is no savepoint at {instant}; `pyhudi savepoint list` shows them")
+    timeline.delete_instant(instant, SAVEPOINT)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no user name in some containers
+        return "pyhudi"
+

@@ -1,0 +1,267 @@
+"""Cleaning, archival, savepoints, restore and rollback: what they write on the timeline, what they
+delete, and that every query they still allow reads right (pyhudi and hudi-rs) while the others fail
+with a clear error."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import hudi_rs_rows
+from pyspark.sql import types as T
+
+import pyhudi
+from pyhudi.cli import main as cli
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError, HudiRestoreError, HudiRetentionError
+from pyhudi.spark.reader import plan_query
+from pyhudi.timeline.archive import ArchivedTimeline, list_archive_files
+from pyhudi.timeline.avro_records import CLEAN_METADATA, CLEANER_PLAN, read_record
+from pyhudi.timeline.instant import CLEAN, RESTORE, SAVEPOINT, Instant, State
+
+SCHEMA = T.StructType([T.StructField("key", T.StringType()), T.StructField("part", T.StringType()),
+                       T.StructField("ts", T.LongType()), T.StructField("val", T.LongType())])
+_ts = itertools.count(1)
+
+
+def opts(table_type: str = "COPY_ON_WRITE", **extra: str) -> dict:
+    return {"hoodie.table.name": "svc", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.table.type": table_type, "hoodie.datasource.write.operation": "upsert",
+            **{k.replace("_", "."): v for k, v in extra.items()}}
+
+
+def write(spark, path: str, rows: list[tuple[str, str, int]], options: dict) -> str:
+    batch = [(k, p, next(_ts), v) for k, p, v in rows]
+    return pyhudi.write(spark.createDataFrame(batch, SCHEMA), path, options).instant_time
+
+
+def snapshot(spark, path: str, options: dict | None = None) -> list[tuple]:
+    return sorted((r["key"], r["val"]) for r in pyhudi.read(spark, path, options).collect())
+
+
+def rs(path: str, **kw) -> list[tuple]:
+    return sorted((r["key"], r["val"]) for r in hudi_rs_rows(path, **kw))
+
+
+def daily(spark, path: str, n: int, options: dict) -> list[tuple[str, list[tuple]]]:
+    """n commits updating the same two keys (and adding one): the same file groups get rewritten."""
+    out = []
+    for i in range(n):
+        instant = write(spark, path, [("a", "p1", i), ("b", "p2", i), (f"n{i}", "p1", i)], options)
+        out.append((instant, snapshot(spark, path)))
+    return out
+
+
+def test_keep_latest_commits_cleans_and_guards_old_instants(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts(**{"hoodie.clean.commits.retained": "2"})
+    history = daily(spark, path, 6, options)
+    table = pyhudi.HudiTable(path)
+    cleans = table.timeline.completed([CLEAN])
+    assert cleans, "six commits with two retained must clean"
+    plan = read_record(table.timeline.read_bytes(Instant(cleans[-1].timestamp, State.REQUESTED, CLEAN)),
+                       CLEANER_PLAN)
+    assert plan["policy"] == "KEEP_LATEST_COMMITS" and plan["version"] == 2
+    assert plan["earliestInstantToRetain"]["timestamp"] == history[-2][0]
+    inflight = table.timeline.read_bytes(Instant(cleans[-1].timestamp, State.INFLIGHT, CLEAN))
+    assert read_record(inflight) == read_record(table.timeline.read_bytes(
+        Instant(cleans[-1].timestamp, State.REQUESTED, CLEAN)))
+    meta = read_record(table.timeline.read_bytes(cleans[-1]), CLEAN_METADATA)
+    assert meta["earliestCommitToRetain"] == history[-2][0]
+    assert meta["totalFilesDeleted"] == sum(len(p["successDeleteFiles"]) for p in meta["partitionMetadata"].values())
+    # per file group: the slices from the ECTR on, and one before it
+    ectr = history[-2][0]
+    for group in table.file_system_view().file_groups():
+        instants = [s.base_instant for s in group.slices]
+        assert len([t for t in instants if t < ectr]) <= 1, instants
+    # retained instants read as they were; cleaned ones are refused
+    for instant, snap in history[-3:]:
+        assert snapshot(spark, path, {"as.of.instant": instant}) == snap
+        assert rs(path, as_of=instant) == snap
+    with pytest.raises(HudiRetentionError, match="hoodie.clean.commits.retained"):
+        pyhudi.read(spark, path, {"as.of.instant": history[0][0]})
+    incr = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": history[0][0],
+            "hoodie.datasource.read.end.instanttime": history[2][0]}
+    with pytest.raises(HudiRetentionError, match="fulltablescan"):
+        pyhudi.read(spark, path, incr)
+    fallback = pyhudi.read(spark, path, {**incr, "hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"})
+    # the latest state of records whose latest write is in the range: only n1 and n2
+    assert sorted((r["key"], r["val"]) for r in fallback.collect()) == [("n1", 1), ("n2", 2)]
+
+
+def test_keep_latest_file_versions(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts(**{"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "2"})
+    history = daily(spark, path, 5, options)
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.completed([CLEAN])
+    for group in table.file_system_view().file_groups():
+        assert len(group.slices) <= 2
+    assert snapshot(spark, path) == history[-1][1] == rs(path)
+    with pytest.raises(HudiRetentionError):
+        pyhudi.read(spark, path, {"as.of.instant": history[0][0]})
+    assert snapshot(spark, path, {"as.of.instant": history[-2][0]}) == history[-2][1]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_savepoint_survives_cleaning_and_restore_returns_to_it(spark, tmp_path, table_type):
+    path = str(tmp_path / "t")
+    options = opts(table_type, **{"hoodie.clean.commits.retained": "1", "hoodie.compact.inline": "true",
+                                  "hoodie.compact.inline.max.delta.commits": "2"})
+    history = daily(spark, path, 2, options)
+    saved = pyhudi.create_savepoint(path, comments="before the backfill")
+    assert saved.instant >= history[-1][0] and saved.files  # merge-on-read: the inline compaction after it
+    history += daily(spark, path, 4, options)
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.completed([CLEAN]), "retaining one commit cleans"
+    assert [s.instant for s in pyhudi.list_savepoints(path)] == [saved.instant]
+    assert snapshot(spark, path, {"as.of.instant": saved.instant}) == history[1][1]
+    with pytest.raises(HudiRetentionError):
+        pyhudi.read(spark, path, {"as.of.instant": history[0][0]})
+    with pytest.raises(HudiRestoreError, match="only the latest"):
+        pyhudi.rollback(path, history[2][0])
+    res = pyhudi.restore(path, saved.instant)
+    assert len(res.rolled_back) >= 4
+    assert snapshot(spark, path) == history[1][1] == rs(path)
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.latest_completed_write().timestamp == saved.instant
+    assert table.timeline.completed([RESTORE])[0].timestamp == res.instant
+    assert table.timeline.completed([SAVEPOINT])[0].timestamp == saved.instant
+    # the table keeps working after a restore
+    write(spark, path, [("a", "p1", 99)], options)
+    assert dict(snapshot(spark, path))["a"] == 99
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_rollback_of_the_latest_commit(spark, tmp_path, table_type):
+    path = str(tmp_path / "t")
+    options = opts(table_type)
+    history = daily(spark, path, 3, options)
+    rb = pyhudi.rollback(path)
+    assert snapshot(spark, path) == history[1][1] == rs(path)
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.is_completed(rb) and not any(i.timestamp == history[2][0] for i in table.timeline.instants())
+    pyhudi.create_savepoint(path)
+    with pytest.raises(HudiRestoreError, match="savepoint"):
+        pyhudi.rollback(path)
+    pyhudi.delete_savepoint(path, history[1][0])
+    assert not pyhudi.list_savepoints(path)
+    pyhudi.rollback(path, history[1][0])
+    assert snapshot(spark, path) == history[0][1]
+
+
+def test_archival_moves_old_instants_and_keeps_the_table_readable(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts(**{"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "2",
+                      "hoodie.keep.max.commits": "3"})
+    history = daily(spark, path, 7, options)
+    table = pyhudi.HudiTable(path)
+    assert list_archive_files(table.storage)
+    archived = ArchivedTimeline(table.storage)
+    archived_writes = [i.timestamp for i in archived.completed_writes()]
+    active_writes = [i.timestamp for i in table.timeline.completed_writes()]
+    assert archived_writes and max(archived_writes) < min(active_writes)
+    assert sorted(archived_writes + active_writes) == [h[0] for h in history]
+    assert len(active_writes) <= 3
+    assert archived.commit_metadata(archived_writes[0]).write_stats()
+    assert snapshot(spark, path) == history[-1][1] == rs(path)
+    # a pull from an archived instant cannot know what the archived commits wrote
+    incr = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": history[0][0]}
+    with pytest.raises(HudiRetentionError, match="archived"):
+        pyhudi.read(spark, path, incr)
+    with pytest.raises(HudiConfigError, match="hoodie.keep.max.commits"):
+        write(spark, path, [("a", "p1", 1)], {**options, "hoodie.keep.max.commits": "2"})
+
+
+def test_incremental_pull_reads_only_what_the_range_wrote_and_sees_late_data(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts()
+    days = [f"2024-01-0{d}" for d in range(1, 6)]
+    instants = [write(spark, path, [(f"{day}-{i}", day, i) for i in range(20)], options) for day in days]
+    late = write(spark, path, [("late-1", days[0], 7), (f"{days[4]}-3", days[4], 100)], options)
+    cfg = HudiConfig.of({"hoodie.datasource.query.type": "incremental",
+                         "hoodie.datasource.read.begin.instanttime": instants[-1]})
+    files = plan_query(pyhudi.HudiTable(path), cfg)
+    written = {s.path for s in pyhudi.HudiTable(path).timeline.commit_metadata(
+        pyhudi.HudiTable(path).timeline.find(late)).write_stats()}
+    assert {f for f, _ in files.files} == written
+    assert files.view.partitions == sorted({days[0], days[4]})  # nothing else listed
+    pulled = pyhudi.read(spark, path, {"hoodie.datasource.query.type": "incremental",
+                                       "hoodie.datasource.read.begin.instanttime": instants[-1]}).collect()
+    assert sorted((r["key"], r["val"], r["_hoodie_commit_time"]) for r in pulled) == \
+        [(f"{days[4]}-3", 100, late), ("late-1", 7, late)]
+    assert sorted(r["key"] for r in hudi_rs_rows(path, start=instants[-1])) == [f"{days[4]}-3", "late-1"]
+    # ISO forms of the same instants
+    iso = f"{late[:4]}-{late[4:6]}-{late[6:8]} {late[8:10]}:{late[10:12]}:{late[12:14]}.{late[14:]}"
+    assert len(pyhudi.read(spark, path, {"as.of.instant": iso}).collect()) == 101
+    begin_iso = f"{instants[0][:4]}-{instants[0][4:6]}-{instants[0][6:8]} {instants[0][8:10]}:" \
+                f"{instants[0][10:12]}:{instants[0][12:14]}.{instants[0][14:]}"
+    two = pyhudi.read(spark, path, {"hoodie.datasource.query.type": "incremental",
+                                    "hoodie.datasource.read.begin.instanttime": begin_iso,
+                                    "hoodie.datasource.read.end.instanttime": instants[1]}).collect()
+    assert {r["part"] for r in two} == {days[1]} and len(two) == 20
+    assert pyhudi.read(spark, path, {"hoodie.datasource.query.type": "incremental",
+                                     "hoodie.datasource.read.begin.instanttime": late}).count() == 0
+
+
+def test_incremental_refuses_a_hole_in_the_timeline(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts(**{"hoodie.clean.automatic": "false"})
+    first = write(spark, path, [("a", "p1", 1)], options)
+    second = write(spark, path, [("b", "p1", 2)], options)
+    table = pyhudi.HudiTable(path)
+    hole = str(int(second) - 1)  # a write between them that has not completed
+    table.timeline.create_requested(hole, "commit")
+    incr = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": "000"}
+    with pytest.raises(HudiConfigError, match="holes.resolution.policy"):
+        pyhudi.read(spark, path, incr)
+    blocked = pyhudi.read(spark, path, {**incr, "hoodie.read.timeline.holes.resolution.policy": "BLOCK"}).collect()
+    assert [(r["key"], r["_hoodie_commit_time"]) for r in blocked] == [("a", first)]
+    with pytest.raises(HudiConfigError, match="first incomplete commit"):
+        pyhudi.read(spark, path, {"as.of.instant": second})
+
+
+def test_mor_clean_keeps_slices_of_a_pending_compaction(spark, tmp_path):
+    path = str(tmp_path / "t")
+    options = opts("MERGE_ON_READ", **{"hoodie.clean.commits.retained": "1"})
+    write(spark, path, [("a", "p1", 0), ("b", "p1", 0)], options)
+    write(spark, path, [("a", "p1", 1)], options)
+    planned = pyhudi.schedule_compaction(path)
+    assert planned
+    for i in range(2, 5):
+        write(spark, path, [("a", "p1", i)], options)
+    table = pyhudi.HudiTable(path)
+    for group in table.file_system_view().file_groups():
+        assert group.slices[0].base_file is not None  # the slice being compacted is still whole
+    assert dict(snapshot(spark, path))["a"] == 4
+    pyhudi.compact(spark, path)
+    for i in range(5, 8):
+        write(spark, path, [("a", "p1", i)], options)
+    assert dict(snapshot(spark, path)) == {"a": 7, "b": 0} == dict(rs(path))
+    assert pyhudi.HudiTable(path).timeline.completed([CLEAN])
+
+
+def test_service_cli(spark, tmp_path, capsys):
+    path = str(tmp_path / "t")
+    options = opts(**{"hoodie.clean.automatic": "false"})
+    history = daily(spark, path, 4, options)
+    assert cli(["savepoint", "create", "--path", path, "--instant", history[1][0], "--comments", "qa"]) == 0
+    assert cli(["savepoint", "list", "--path", path]) == 0
+    assert "qa" in capsys.readouterr().out
+    assert cli(["clean", "--path", path, "--option", "hoodie.clean.commits.retained=1"]) == 0
+    out = capsys.readouterr().out
+    assert "deleted" in out
+    clean_instant = out.split()[1].rstrip(":")
+    assert cli(["show", "commit", clean_instant, "--path", path]) == 0
+    assert "Deleted" in capsys.readouterr().out
+    assert cli(["show", "timeline", "--path", path]) == 0
+    out = capsys.readouterr().out
+    assert "savepoint" in out and "clean" in out and "keeps" in out and "retains from" in out
+    assert cli(["rollback", "--path", path]) == 0
+    assert cli(["restore", "--path", path, "--instant", history[1][0]]) == 0
+    assert snapshot(spark, path) == history[1][1]
+    assert cli(["savepoint", "delete", "--path", path, "--instant", history[1][0]]) == 0
+    assert cli(["restore", "--path", path, "--instant", history[1][0]]) == 2
+    assert "no savepoint" in capsys.readouterr().err
+    assert cli(["archive", "--path", path]) == 0
