@@ -50,6 +50,26 @@ def batch_parquet_bytes(batch, work: Path, codec: str) -> int:
     return sum(f.stat().st_size for f in target.glob("*.parquet"))
 
 
+def incremental_pull(spark, path: str, instants: list[str]) -> None:
+    """The pull of the last daily upsert, and a time travel to the one before: files and bytes read."""
+    from pyhudi.config import HudiConfig
+    from pyhudi.spark.reader import plan_query
+
+    table = pyhudi.HudiTable(path)
+    latest = plan_query(table, HudiConfig.of({})).files
+    incr_opts = {"hoodie.datasource.query.type": "incremental",
+                 "hoodie.datasource.read.begin.instanttime": instants[-2]}
+    pulled = plan_query(table, HudiConfig.of(incr_opts)).files
+    t = time.perf_counter()
+    rows = pyhudi.read(spark, path, incr_opts).count()
+    pull_s = time.perf_counter() - t
+    print(f"  incremental pull of the last upsert: {rows:,} rows in {pull_s:.2f} s, reading {len(pulled)} of "
+          f"{len(latest)} files, {sum(b for _, b in pulled) / 1e6:.1f} of {sum(b for _, b in latest) / 1e6:.1f} MB "
+          f"of the latest snapshot")
+    back_s, back_rows = scan_s(spark, path, {"as.of.instant": instants[-2]})
+    print(f"  time travel to the upsert before: {back_rows:,} rows, scan {back_s:.2f} s")
+
+
 def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, plain_s: float,
         table_type: str = "COPY_ON_WRITE") -> float:
     mor = table_type == "MERGE_ON_READ"
@@ -72,12 +92,14 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
           f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7}"
           + (f" {'batch MB':>9} {'w/batch':>8} {'log MB':>7}" if mor else ""))
     times = []
+    instants = [res.instant_time]
     for i in range(args.upserts):
         batch = daily_batch(spark, args.days + i, args.drones)
         t = time.perf_counter()
         res = pyhudi.write(batch, table_path, {**opts, "hoodie.datasource.write.operation": "upsert"})
         elapsed = time.perf_counter() - t
         times.append(elapsed)
+        instants.append(res.instant_time)
         table = pyhudi.HudiTable(table_path)
         parts = sorted({s.partitionPath for s in res.write_stats})
         touched = sum(latest_partition_bytes(table, p) for p in parts)
@@ -101,6 +123,7 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
     print(f"  median upsert {median:.2f} s; files per partition {min(per_partition)}-{max(per_partition)}; "
           f"rows {total:,} ({'ok' if total == expected else f'EXPECTED {expected:,}'})")
     print(f"  snapshot read (scan of every record) {read_s:.2f} s")
+    incremental_pull(spark, table_path, instants)
     if mor:
         ro_s, ro_rows = scan_s(spark, table_path, {"hoodie.datasource.query.type": "read_optimized"})
         print(f"  read-optimized read {ro_s:.2f} s ({ro_rows:,} rows: base files only)")

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 import pyhudi
 from pyhudi.cli import human, show_commits, show_compactions, show_file_groups
+from pyhudi.cli_timeline import show_timeline
 
 START = dt.date(2024, 1, 1)
 
@@ -92,10 +93,15 @@ def main(argv: list[str] | None = None) -> int:
 
     step(f"bulk load of {args.days} days x {args.drones} drones", readings(spark, 0, args.days, args.drones),
          "bulk_insert")
+    instants = []
     for i in range(args.upserts):
         day = args.days + i
+        if i == args.upserts - 1:
+            saved = pyhudi.create_savepoint(args.path, comments="before the last daily upsert")
+            print(f"    savepoint {saved.instant} (pyhudi savepoint create)")
         step(f"daily upsert {i + 1}/{args.upserts}: day {START + dt.timedelta(days=day)} + corrections",
              daily_batch(spark, day, args.drones), "upsert")
+        instants.append(pyhudi.HudiTable(args.path).timeline.completed_writes()[-1].timestamp)
     table = pyhudi.HudiTable(args.path)
     print("\nTimeline (pyhudi show commits):")
     print(show_commits(table, 0))
@@ -107,6 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     last = (START + dt.timedelta(days=args.days + args.upserts - 2)).isoformat()
     corrected = pyhudi.read(spark, args.path, filters=f"day = '{last}'").where("status = 'corrected'").count()
     print(f"corrected readings on {last}: {corrected:,} (read with partition pruning)")
+    if len(instants) >= 2:
+        incr = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": instants[-2]}
+        pulled = pyhudi.read(spark, args.path, incr)
+        print(f"\nincremental pull of the last upsert (after {instants[-2]}): {pulled.count():,} records, by status:")
+        pulled.groupBy("status").count().orderBy("status").show()
+        before = pyhudi.read(spark, args.path, {"as.of.instant": instants[-2]}).count()
+        print(f"time travel to {instants[-2]}: {before:,} records (now {df.count():,})")
+    print("\nTimeline (pyhudi show timeline):")
+    print(show_timeline(pyhudi.HudiTable(args.path)))
     if args.table_type == "MERGE_ON_READ":
         print(f"\n[{time.strftime('%H:%M:%S')}] compaction of every file slice with log files ...", flush=True)
         done = pyhudi.compact(spark, args.path)

@@ -246,7 +246,9 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         compacted = inline_compaction(df.sparkSession, table, cfg)
         if compacted:
             stats["compactions"] = compacted
+    services_started = time.monotonic()
     stats.update(table_services(table, cfg))
+    stats["services_s"] = round(time.monotonic() - services_started, 3)
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
     return WriteResult(instant, operation, path, stats, meta.write_stats())
