@@ -28,10 +28,10 @@ import logging
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError
+from pyhudi.services.clean import last_clean_ectr
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import archive_instants
-from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import CLEAN, COMMIT, ROLLBACK, SAVEPOINT
 from pyhudi.timeline.timeline import DATA_ACTIONS
 
@@ -59,13 +59,6 @@ def keep_window(cfg: HudiConfig) -> tuple[int, int]:
     return keep_min, keep_max
 
 
-def _last_clean_ectr(table: HudiTable) -> str | None:
-    cleans = table.timeline.completed([CLEAN])
-    if not cleans:
-        return None
-    return read_record(table.timeline.read_bytes(cleans[-1])).get("earliestCommitToRetain") or None
-
-
 def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     """Instant times to move to the archive now (oldest first)."""
     timeline = table.timeline
@@ -86,7 +79,7 @@ def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     savepoints = [s.timestamp for s in timeline.completed([SAVEPOINT])]
     if savepoints and not cfg.get(C.ARCHIVE_BEYOND_SAVEPOINT):
         limits.append(savepoints[0])
-    ectr = _last_clean_ectr(table)
+    ectr = last_clean_ectr(table)
     if ectr:
         limits.append(ectr)
     if table.table_type == P.MERGE_ON_READ and (cfg.get(C.COMPACT_INLINE) or cfg.get(C.COMPACT_SCHEDULE_INLINE)):

@@ -134,7 +134,8 @@ def earliest_commit_to_retain(table: HudiTable, cfg: HudiConfig) -> tuple[str, s
     return (chosen.timestamp, chosen.action) if chosen else None
 
 
-def _last_clean_ectr(table: HudiTable) -> str | None:
+def last_clean_ectr(table: HudiTable) -> str | None:
+    """The earliest commit the newest completed clean retained (None before any clean)."""
     cleans = table.timeline.completed([CLEAN])
     if not cleans:
         return None
@@ -146,7 +147,7 @@ def _partitions_to_clean(table: HudiTable, cfg: HudiConfig, ectr: str | None) ->
     """Partitions written since the last clean's ECTR (incremental mode); None = every partition."""
     if not cfg.get(C.CLEAN_INCREMENTAL) or ectr is None or cfg.get(C.CLEAN_POLICY) == "KEEP_LATEST_FILE_VERSIONS":
         return None
-    previous = _last_clean_ectr(table)
+    previous = last_clean_ectr(table)
     if previous is None:
         return None
     first = table.timeline.first_data_instant_time()
