@@ -6,11 +6,13 @@
 
 For every codec: plain ``df.write.parquet`` of the bulk-load rows as the yardstick. For every
 (codec, index): the bulk-load time, then per daily upsert the time, bytes written against the bytes
-of the two touched day partitions, and what the index did (files in the affected partitions, left
-after range pruning, left after the bloom check). Merge-on-read runs also print the bytes of the
-batch's own parquet file (``df.write.parquet`` of the incoming rows, the yardstick for log writes),
-then the cost of a compaction. Every run ends with the time of a snapshot read (and for
-merge-on-read, a read-optimized read) that scans a column of every record.
+of the two touched day partitions, what the index did (files in the affected partitions, left after
+range pruning, left after the bloom check) and the time of the cleaning and archival after the
+commit. Merge-on-read runs also print the bytes of the batch's own parquet file (``df.write.parquet``
+of the incoming rows, the yardstick for log writes), then the cost of a compaction. Every run ends
+with the time of a snapshot read (and for merge-on-read, a read-optimized read) that scans a column
+of every record, an incremental pull of the last upsert (files and bytes read against the latest
+snapshot's) and a time travel to the upsert before.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
           f"{res.stats['bytes_written'] / 1e6:7.1f} MB  ({bulk_s / plain_s:.2f}x plain, "
           f"{res.stats['files_created']} files)")
     print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 parts MB':>11} {'ratio':>6} {'new/merged':>11}"
-          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7}"
+          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7} {'clean s':>7}"
           + (f" {'batch MB':>9} {'w/batch':>8} {'log MB':>7}" if mor else ""))
     times = []
     instants = [res.instant_time]
@@ -114,7 +116,7 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
               f"{res.stats['files_created']:>5}/{res.stats['files_merged']:<5} "
               f"{ix.get('files_in_partitions', '-'):>6} {ix.get('files_after_range_pruning', '-'):>7} "
               f"{ix.get('files_after_bloom', '-'):>6} {ix.get('keys_checked', '-'):>9} "
-              f"{ix.get('false_positives', '-'):>7}{yardstick}")
+              f"{ix.get('false_positives', '-'):>7} {res.stats.get('services_s', 0):7.2f}{yardstick}")
     median = statistics.median(times)
     view = pyhudi.HudiTable(table_path).file_system_view()
     per_partition = [len(view.latest_base_files(p)) for p in view.partitions]

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pyhudi.errors import HudiError
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import SAVEPOINT
 
 
 def human(n: float) -> str:
@@ -85,6 +86,9 @@ def show_commit(table: HudiTable, instant: str) -> str:
     index = meta.extra_metadata.get(INDEX_STATS_KEY)
     if index:
         body += "\n" + index_text(json.loads(index))
+    saved = [sp for sp in table.timeline.completed([SAVEPOINT]) if sp.timestamp == inst.timestamp]
+    if saved:  # a savepoint shares its commit's time
+        body += "\n" + (show_service_instant(table, saved[0]) or "")
     return head + body
 
 

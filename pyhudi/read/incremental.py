@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiConfigError, HudiRetentionError
-from pyhudi.read.retention import Retention
+from pyhudi.read.retention import Retention, archive_folder
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import WRITE_ACTIONS, parse_query_instant
 
@@ -67,7 +67,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
                 "now could miss its records when it completes. Retry after it completes or is rolled back, or set "
                 "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
         writes = [w for w in writes if w.timestamp < hole]
-    stop = parse_query_instant(end) if end is not None else (writes[-1].timestamp if writes else start)
+    stop = parse_query_instant(end) if end is not None else max(writes[-1].timestamp if writes else start, start)
     if stop < start:
         raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")
     in_range = [w for w in writes if start < w.timestamp <= stop]
@@ -108,5 +108,5 @@ def first_hole(table: HudiTable) -> str | None:
 
 def has_archived_instants(table: HudiTable) -> bool:
     """Whether archival moved instants off the active timeline (an archive file exists)."""
-    folder = table.config.props.get("hoodie.archivelog.folder") or "archived"
-    return any(i.name.startswith(".commits_.archive.") for i in table.storage.list_files(f".hoodie/{folder}"))
+    return any(i.name.startswith(".commits_.archive.")
+               for i in table.storage.list_files(archive_folder(table.storage)))

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiRetentionError
 from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.storage import Storage
-from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT
-from pyhudi.timeline.timeline import Timeline, read_avro_record
+from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT, Instant, State
+from pyhudi.timeline.timeline import META_FOLDER, Timeline, read_avro_record
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,14 @@ class CleanedSlice:
         return self.base_instant <= instant < self.superseded_at
 
 
+def archive_folder(storage: Storage) -> str:
+    """The table's archived-timeline folder (``hoodie.archivelog.folder``, ``archived`` by default)."""
+    from pyhudi.table.properties import load_table_config
+
+    name = load_table_config(storage).props.get("hoodie.archivelog.folder") or "archived"
+    return f"{META_FOLDER}/{name}"
+
+
 def _slice_key(name: str) -> tuple[str, str] | None:
     """(file id, base instant) of a data file name."""
     base = parse_base_file(name)
@@ -51,14 +59,34 @@ def _slice_key(name: str) -> tuple[str, str] | None:
     return None
 
 
+def _planned_files(record: dict) -> dict[str, set[str]]:
+    """partition -> names a clean record covers: deleted, failed or merely planned."""
+    out: dict[str, set[str]] = {}
+    for partition, meta in (record.get("partitionMetadata") or {}).items():  # HoodieCleanMetadata
+        names = out.setdefault(partition, set())
+        for key in ("deletePathPatterns", "successDeleteFiles", "failedDeleteFiles"):
+            names.update(posixpath.basename(p) for p in meta.get(key) or [])
+    for partition, infos in (record.get("filePathsToBeDeletedPerPartition") or {}).items():  # HoodieCleanerPlan
+        out.setdefault(partition, set()).update(posixpath.basename(i["filePath"]) for i in infos or [])
+    for partition, names in (record.get("filesToBeDeletedPerPartition") or {}).items():
+        out.setdefault(partition, set()).update(names or [])
+    return out
+
+
 def _clean_records(storage: Storage, timeline: Timeline, *, archived: bool) -> list[tuple[str, dict]]:
-    """(clean instant, HoodieCleanMetadata) of every completed clean, archived ones too if asked."""
+    """(clean instant, record) of every clean: completed ones' metadata and pending ones' plans (a
+    clean that died midway may have deleted part of its plan), archived ones too if asked."""
     out = [(c.timestamp, read_avro_record(timeline.read_bytes(c), source=timeline.path_of(c)))
            for c in timeline.completed([CLEAN])]
+    for c in timeline.pending([CLEAN]):
+        requested = Instant(c.timestamp, State.REQUESTED, CLEAN)
+        if requested in timeline.instant_files:
+            out.append((c.timestamp, read_avro_record(timeline.read_bytes(requested),
+                                                      source=timeline.path_of(requested))))
     if archived:
         from pyhudi.timeline.archive import ArchivedTimeline
 
-        old = ArchivedTimeline(storage)
+        old = ArchivedTimeline(storage, folder=archive_folder(storage))
         for inst in old.instants():
             if inst.action == CLEAN and inst.is_completed:
                 meta = old.metadata(inst.timestamp, CLEAN)
@@ -73,13 +101,24 @@ def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = Fal
     records = _clean_records(storage, timeline, archived=archived)
     if not records:
         return []
-    removed: dict[tuple[str, str, str], str] = {}  # (partition, fid, base instant) -> clean instant
+    planned: dict[tuple[str, str, str], str] = {}  # (partition, fid, base instant) -> clean instant
+    names_in: dict[str, set[str]] = {}
     for clean_time, record in records:
-        for partition, meta in (record.get("partitionMetadata") or {}).items():
-            for path in meta.get("successDeleteFiles") or []:
-                key = _slice_key(posixpath.basename(path))
+        for partition, names in _planned_files(record).items():
+            for name in names:
+                key = _slice_key(name)
                 if key is not None:
-                    removed.setdefault((partition, *key), clean_time)
+                    planned.setdefault((partition, *key), clean_time)
+                    names_in.setdefault(partition, set()).add(name)
+    listing = {p: {info.name for info in storage.list_files(p)} for p in names_in}
+    # a slice counts as removed when any file of it a clean covered is gone (recorded as deleted,
+    # as failed, or not recorded yet by a clean that died): its snapshot is incomplete either way
+    removed: dict[tuple[str, str, str], str] = {}
+    for partition, names in names_in.items():
+        for name in names - listing[partition]:
+            key = _slice_key(name)
+            if key is not None:
+                removed.setdefault((partition, *key), planned[(partition, *key)])
     replaced_at: dict[tuple[str, str], str] = {}
     for inst in timeline.completed([REPLACE_COMMIT]):
         for partition, ids in (timeline.commit_metadata(inst).partition_to_replace_file_ids or {}).items():
@@ -88,10 +127,14 @@ def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = Fal
     known: dict[tuple[str, str], set[str]] = {}
     for partition, fid, base in removed:
         known.setdefault((partition, fid), set()).add(base)
+    committed = {i.timestamp for i in timeline.completed_writes()}
+    first = timeline.first_data_instant_time()
     for partition in {p for p, _, _ in removed}:
-        for info in storage.list_files(partition):
-            key = _slice_key(info.name)
-            if key is not None and (partition, key[0]) in known:
+        for name in listing[partition]:
+            key = _slice_key(name)
+            # a leftover of a failed write is no successor: only committed (or archived) slices count
+            if key is not None and (partition, key[0]) in known and (
+                    key[1] in committed or (first is not None and key[1] < first)):
                 known[(partition, key[0])].add(key[1])
     out = []
     for (partition, fid, base), by_clean in sorted(removed.items()):
@@ -119,7 +162,10 @@ class Retention:
         self._with_archive: list[CleanedSlice] | None = None
 
     def _slices_for(self, instant: str) -> list[CleanedSlice]:
-        if not (self.archived and self.first_active is not None and instant < self.first_active):
+        # a slice a clean removed stopped being the latest before that clean: archived cleans matter
+        # only to instants older than every clean still on the active timeline
+        oldest_clean = min((c.timestamp for c in self.timeline.instants() if c.action == CLEAN), default=None)
+        if not self.archived or (oldest_clean is not None and instant >= oldest_clean):
             return self.cleaned
         if self._with_archive is None:
             self._with_archive = cleaned_slices(self.storage, self.timeline, archived=True)
@@ -137,5 +183,5 @@ class Retention:
             raise HudiRetentionError(
                 f"{purpose} to {instant} needs file group {gone.file_id} of partition "
                 f"'{gone.partition_path}' as written at {gone.base_instant}, which clean {gone.clean_instant} "
-                f"removed; instants from {gone.superseded_at} on can be read. Retain more history with "
-                "hoodie.clean.commits.retained (or a savepoint) to query further back")
+                f"removed; instants from {gone.superseded_at} on can be read. To query further back, retain more "
+                "history (hoodie.clean.commits.retained, or hoodie.clean.fileversions.retained) or take savepoints")

@@ -14,7 +14,12 @@ What archival must never pass (Hudi's ``HoodieTimelineArchiver`` rules):
 - the earliest commit the last clean retains (the cleaner plans incrementally from it, and those
   commits are what time travel and incremental pulls read);
 - on merge-on-read tables with inline compaction, the last compaction (its trigger counts the delta
-  commits after it).
+  commits after it);
+- a replace commit whose replaced file groups still have files (readers hide them only while it is
+  active).
+
+Archival stops at the first instant it may not take: the active timeline stays a contiguous suffix
+of the history, since readers treat data instants older than its start as committed.
 
 Clean and rollback instants are archived on their own counts (each action apart), beyond the same
 maximum. ``hoodie.keep.min.commits`` at or below ``hoodie.clean.commits.retained`` is widened, with a
@@ -28,11 +33,12 @@ import logging
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError
+from pyhudi.read.retention import archive_folder
 from pyhudi.services.clean import last_clean_ectr
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import archive_instants
-from pyhudi.timeline.instant import CLEAN, COMMIT, ROLLBACK, SAVEPOINT
+from pyhudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT
 from pyhudi.timeline.timeline import DATA_ACTIONS
 
 log = logging.getLogger("pyhudi")
@@ -76,7 +82,7 @@ def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     if pending:  # keep the pending instant and the last commit before it
         before = [c.timestamp for c in commits if c.timestamp < pending[0].timestamp]
         limits.append(before[-1] if before else pending[0].timestamp)
-    savepoints = [s.timestamp for s in timeline.completed([SAVEPOINT])]
+    savepoints = sorted({s.timestamp for s in timeline.instants() if s.action == SAVEPOINT})  # pending ones too
     if savepoints and not cfg.get(C.ARCHIVE_BEYOND_SAVEPOINT):
         limits.append(savepoints[0])
     ectr = last_clean_ectr(table)
@@ -85,11 +91,32 @@ def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     if table.table_type == P.MERGE_ON_READ and (cfg.get(C.COMPACT_INLINE) or cfg.get(C.COMPACT_SCHEDULE_INLINE)):
         compactions = [c.timestamp for c in commits if c.action == COMMIT]
         limits.append(compactions[-1] if compactions else commits[0].timestamp)
+    retired = _first_replace_with_leftovers(table, commits)
+    if retired is not None:  # its replaced groups still have files: archiving it would bring them back
+        limits.append(retired)
     limit = min(limits) if limits else None
     candidates = [c.timestamp for c in commits
                   if (limit is None or c.timestamp < limit) and c.timestamp not in savepoints]
     out.extend(candidates[:len(commits) - keep_min])
     return sorted(set(out))
+
+
+def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None:
+    """The oldest replace commit some of whose replaced file groups still have files.
+
+    Readers hide replaced groups only while the replace commit is on the active timeline; the
+    cleaner removes them, unless a savepoint kept them (and an incremental clean after the
+    savepoint's deletion does not look at that partition again).
+    """
+    for inst in commits:
+        if inst.action != REPLACE_COMMIT:
+            continue
+        replaced = table.timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
+        for partition, ids in replaced.items():
+            names = [info.name for info in table.storage.list_files(partition)]
+            if any(n.startswith(f"{fid}_") or n.startswith(f".{fid}_") for fid in ids for n in names):
+                return inst.timestamp
+    return None
 
 
 def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
@@ -99,7 +126,8 @@ def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     chosen = instants_to_archive(table, cfg)
     if not chosen:
         return []
-    archive_instants(table.storage, table.timeline, chosen)
+    archive_instants(table.storage, table.timeline, chosen, folder=archive_folder(table.storage),
+                     utc=table.config.timeline_timezone == "UTC")
     table.timeline.reload()
     log.info("archived %d instants (%s .. %s)", len(chosen), chosen[0], chosen[-1])
     return chosen

@@ -74,7 +74,7 @@ class CleanPlan:
             "filesToBeDeletedPerPartition": {},
             "version": PLAN_VERSION,
             "filePathsToBeDeletedPerPartition": {
-                p: [{"filePath": table.storage.full(rel), "isBootstrapBaseFile": False} for rel in rels]
+                p: [{"filePath": table.storage.uri(rel), "isBootstrapBaseFile": False} for rel in rels]
                 for p, rels in sorted(self.files.items())
             },
             "partitionsToBeDeleted": [],
@@ -268,7 +268,9 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
     if not timeline.has_state(instant, State.INFLIGHT):
         timeline.transition_inflight(instant, CLEAN, plan_bytes)
     storage = table.storage
-    paths = [(p, rel) for p, rels in plan.files.items() for rel in rels]
+    # a savepoint taken after the plan was written protects its files from the plan too
+    saved = savepointed_files(timeline)
+    paths = [(p, rel) for p, rels in plan.files.items() for rel in rels if posixpath.basename(rel) not in saved]
 
     def delete(item: tuple[str, str]) -> tuple[str, str, bool]:
         p, rel = item

@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
+from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.services.compaction import pending_compactions
 from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
+from pyhudi.services.savepoint import list_savepoints
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, write_record
-from pyhudi.timeline.instant import RESTORE, ROLLBACK, SAVEPOINT, Instant, new_instant_time
+from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record
+from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
 
 log = logging.getLogger("pyhudi")
@@ -42,21 +44,42 @@ def _utc(table: HudiTable) -> bool:
 
 
 def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
-    """Every file group the commit rewrote must still have the version it replaced."""
+    """What the table returns to must still exist: the slice every rewritten file group had before
+    the commit, and the latest slice of every group a replace commit retired."""
     meta = table.timeline.commit_metadata(instant)
-    listings: dict[str, set[str]] = {}
+    listings: dict[str, list[str]] = {}
+
+    def names(part: str) -> list[str]:
+        if part not in listings:
+            listings[part] = [info.name for info in table.storage.list_files(part)]
+        return listings[part]
+
+    def has_slice(part: str, fid: str, base: str | None) -> bool:
+        for n in names(part):
+            parsed = parse_base_file(n)
+            if parsed is not None and parsed.file_id == fid and (base is None or parsed.instant_time == base):
+                return True
+            log = parse_log_file(n)
+            if log is not None and log.file_id == fid and (base is None or log.base_instant == base):
+                return True
+        return False
+
     for stat in meta.write_stats():
         prev = stat.prevCommit
-        if stat.is_log or prev in (None, "", "null") or not stat.path.endswith(".parquet"):
+        if stat.is_log or prev in (None, "", "null"):
             continue
-        part = stat.partitionPath
-        if part not in listings:
-            listings[part] = {info.name for info in table.storage.list_files(part)}
-        if not any(n.startswith(stat.fileId + "_") and n.endswith(f"_{prev}.parquet") for n in listings[part]):
+        if not has_slice(stat.partitionPath, stat.fileId, prev):
             raise HudiRetentionError(
                 f"cannot roll back {instant.timestamp}: the version of file group {stat.fileId} in partition "
-                f"'{part}' it replaced (written at {prev}) was cleaned, so its records would be lost. "
+                f"'{stat.partitionPath}' it replaced (written at {prev}) was cleaned, so its records would be lost. "
                 "Restore to a savepoint instead, or keep more versions (hoodie.clean.commits.retained)")
+    for part, ids in (meta.partition_to_replace_file_ids or {}).items():
+        for fid in ids:
+            if not has_slice(part, fid, None):
+                raise HudiRetentionError(
+                    f"cannot roll back {instant.timestamp}: file group {fid} of partition '{part}', which it "
+                    "replaced, was cleaned since, so the rollback would lose its records. Restore to a savepoint "
+                    "instead")
 
 
 def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
@@ -79,30 +102,84 @@ def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
     if later:
         raise HudiRestoreError(f"compaction {later[0]} was planned on top of {latest.timestamp}; run it and roll "
                                "it back first, or restore to a savepoint")
+    cleaning = timeline.pending([CLEAN])
+    if cleaning:
+        raise HudiRestoreError(f"clean {cleaning[0].timestamp} is unfinished and may delete the version a rollback "
+                               "returns to; finish it first (`pyhudi clean`), then roll back")
     _check_previous_versions(table, latest)
     done = rollback_instant(table.storage, timeline, latest, utc=_utc(table))
     log.info("rolled back %s %s as %s", latest.action, latest.timestamp, done)
     return done
 
 
+def archived_writes_after(table: HudiTable, instant: str) -> list[str]:
+    from pyhudi.read.incremental import has_archived_instants
+    from pyhudi.read.retention import archive_folder
+    from pyhudi.timeline.archive import ArchivedTimeline
+
+    if not has_archived_instants(table):
+        return []
+    archived = ArchivedTimeline(table.storage, folder=archive_folder(table.storage))
+    return [i.timestamp for i in archived.completed_writes() if i.timestamp > instant]
+
+
+def missing_savepoint_files(table: HudiTable, savepoint: str) -> list[str]:
+    saved = next(s for s in list_savepoints(table.timeline) if s.instant == savepoint)
+    missing: list[str] = []
+    for part, names in saved.files.items():
+        present = {info.name for info in table.storage.list_files(part)}
+        missing.extend(f"{part}/{n}" if part else n for n in names if n not in present)
+    return missing
+
+
+def pending_restore(table: HudiTable) -> tuple[str, str] | None:
+    """(restore instant, savepoint) of a restore that has not completed."""
+    for inst in table.timeline.pending([RESTORE]):
+        requested = Instant(inst.timestamp, State.REQUESTED, RESTORE)
+        if requested in table.timeline.instant_files:
+            plan = read_record(table.timeline.read_bytes(requested))
+            return inst.timestamp, plan.get("savepointToRestoreTimestamp") or ""
+    return None
+
+
 def restore(table: HudiTable, savepoint: str) -> RestoreResult:
-    """Return the table to savepoint ``savepoint``: every data instant after it is rolled back."""
+    """Return the table to savepoint ``savepoint``: every data instant after it is rolled back.
+
+    A restore that died midway is finished by the next call (for the same savepoint); writes are
+    refused until then.
+    """
     started = time.monotonic()
     timeline = table.timeline.reload()
+    unfinished = pending_restore(table)
+    if unfinished is not None and unfinished[1] != savepoint:
+        raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it first "
+                               f"(`pyhudi restore --instant {unfinished[1]}`)")
     if not any(s.timestamp == savepoint for s in timeline.completed([SAVEPOINT])):
         raise HudiInstantNotFoundError(f"there is no savepoint at {savepoint}; restore goes to a savepoint "
                                        "(`pyhudi savepoint list`, `pyhudi savepoint create`)")
+    if archived_writes_after(table, savepoint):
+        raise HudiRestoreError(f"commits after savepoint {savepoint} were archived (hoodie.archive.beyond.savepoint)"
+                               "; their rollback metadata is gone, so the table cannot be restored to it")
+    missing = missing_savepoint_files(table, savepoint)
+    if missing:
+        raise HudiRestoreError(f"savepoint {savepoint} lists files that no longer exist ({', '.join(missing[:3])}"
+                               f"{'...' if len(missing) > 3 else ''}); restoring would not bring its snapshot back")
     later = [s.timestamp for s in timeline.completed([SAVEPOINT]) if s.timestamp > savepoint]
     if later:
         raise HudiRestoreError(f"savepoints {', '.join(later)} are newer than {savepoint}; restoring would roll back "
                                "savepointed commits. Delete them first (`pyhudi savepoint delete --instant T`)")
     doomed = [i for i in timeline.instants() if i.action in DATA_ACTIONS and i.timestamp > savepoint]
     doomed.sort(key=lambda i: i.timestamp, reverse=True)
-    instant = new_instant_time(after=timeline.last_instant_time(), utc=_utc(table))
     infos = [{"commitTime": i.timestamp, "action": i.action} for i in doomed]
-    timeline.create_requested(instant, RESTORE, write_record(
-        RESTORE_PLAN, {"savepointToRestoreTimestamp": savepoint, "instantsToRollback": infos, "version": 2}))
-    timeline.transition_inflight(instant, RESTORE)
+    unfinished = pending_restore(table)
+    if unfinished is not None:  # a restore that died midway: finish it under its own instant
+        instant = unfinished[0]
+    else:
+        instant = new_instant_time(after=timeline.last_instant_time(), utc=_utc(table))
+        timeline.create_requested(instant, RESTORE, write_record(
+            RESTORE_PLAN, {"savepointToRestoreTimestamp": savepoint, "instantsToRollback": infos, "version": 2}))
+    if not timeline.has_state(instant, State.INFLIGHT):
+        timeline.transition_inflight(instant, RESTORE)
     per_instant: dict[str, list[dict]] = {}
     deleted = 0
     disposable = frozenset(i.timestamp for i in doomed)

@@ -15,9 +15,9 @@ from pyhudi.errors import HudiError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, relative_path
 from pyhudi.io.log_format import read_log_file, rollback_block
 from pyhudi.storage import Storage
-from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, write_record
-from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, new_instant_time
-from pyhudi.timeline.timeline import META_FOLDER, Timeline
+from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
+from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, State, new_instant_time
+from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
 from pyhudi.write.markers import delete_markers, list_markers
 
 
@@ -28,9 +28,17 @@ def _files_of(storage: Storage, timeline: Timeline, instant: Instant) -> list[st
     Log files are listed too: they may hold blocks of earlier, committed instants as well.
     """
     marked = sorted({path for path, _io in list_markers(storage, instant.timestamp)})
-    if instant.is_completed:
-        written = {s.path for s in timeline.commit_metadata(instant).write_stats() if s.path}
-        return [p for p in sorted(written | set(marked)) if storage.exists(p)]
+    if instant.is_completed or not marked:
+        # a completed instant, or one a rollback reverted: its metadata names its files
+        source = instant if instant.is_completed else Instant(instant.timestamp, State.INFLIGHT, instant.action)
+        written: set[str] = set()
+        if source in timeline.instant_files:
+            try:
+                written = {s.path for s in timeline.commit_metadata(source).write_stats() if s.path}
+            except HudiError:
+                written = set()  # an inflight profile that is not commit metadata
+        if instant.is_completed or written:
+            return [p for p in sorted(written | set(marked)) if storage.exists(p)]
     if marked:
         return [p for p in marked if storage.exists(p)]
     found = []
@@ -95,6 +103,8 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
     """
     started = time.monotonic()
     files = _files_of(storage, timeline, instant)
+    if instant.is_completed:  # invisible first: a crash from here on leaves a pending write to roll back
+        timeline.revert_to_inflight(instant)
     gone = disposable | {instant.timestamp, rb_time}
     keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
                  and not _only_blocks_of(storage, rel, gone)}
@@ -164,10 +174,35 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
     return rb_time
 
 
-def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = False) -> list[str]:
-    """Roll back every pending commit/deltacommit/replacecommit (not table services)."""
+def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
+    """Complete rollbacks that died midway, from their plans (Hudi re-runs them the same way)."""
     done = []
+    for rb in timeline.pending([ROLLBACK]):
+        requested = Instant(rb.timestamp, State.REQUESTED, ROLLBACK)
+        if requested not in timeline.instant_files:
+            timeline.delete_instant(rb.timestamp, ROLLBACK)
+            continue
+        plan = read_record(timeline.read_bytes(requested))
+        target = (plan.get("instantToRollback") or {}).get("commitTime")
+        action = (plan.get("instantToRollback") or {}).get("action") or ""
+        left = [i for i in timeline.instants() if i.timestamp == target and family(i.action) == family(action)]
+        if left:
+            metadata = undo_instant(storage, timeline, left[0], rb.timestamp)
+        else:  # its target was undone already; only the record is missing
+            metadata = {"startRollbackTime": rb.timestamp, "timeTakenInMillis": 0, "totalFilesDeleted": 0,
+                        "commitsRollback": [target], "partitionMetadata": {}, "version": 1,
+                        "instantsRollback": [{"commitTime": target, "action": action}]}
+        if not timeline.has_state(rb.timestamp, State.INFLIGHT):
+            timeline.transition_inflight(rb.timestamp, ROLLBACK)
+        timeline.complete(rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
+        done.append(rb.timestamp)
+    return done
+
+
+def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = False) -> list[str]:
+    """Finish interrupted rollbacks, then roll back every pending commit/deltacommit/replacecommit
+    (not table services)."""
+    done = finish_pending_rollbacks(storage, timeline)
     for inst in timeline.pending(WRITE_ACTIONS):
         done.append(rollback_instant(storage, timeline, inst, utc=utc))
     return done
-

@@ -82,14 +82,16 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
                               for p, names in sorted(files.items())},
         "version": 1,
     }
-    timeline.transition_inflight(instant, SAVEPOINT)
+    if not timeline.has_state(instant, State.INFLIGHT):  # else a creation that died: finish it
+        timeline.transition_inflight(instant, SAVEPOINT)
     timeline.complete(instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
     return _metadata(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
 
 
 def delete_savepoint(table: HudiTable, instant: str) -> None:
+    """Remove a savepoint (or what a creation that died left of one); no data file is touched."""
     timeline = table.timeline.reload()
-    if not any(s.timestamp == instant for s in timeline.completed([SAVEPOINT])):
+    if not any(s.timestamp == instant for s in timeline.instants() if s.action == SAVEPOINT):
         raise HudiInstantNotFoundError(f"there is no savepoint at {instant}; `pyhudi savepoint list` shows them")
     timeline.delete_instant(instant, SAVEPOINT)
 

@@ -27,6 +27,7 @@ from pyhudi.errors import (
     HudiCommitError,
     HudiConfigError,
     HudiError,
+    HudiRestoreError,
     HudiSchemaError,
     HudiTableMismatchError,
     HudiUnsupportedError,
@@ -216,7 +217,13 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
         log.info("created table %s at %s", table_name, path)
     utc = table.config.timeline_timezone == "UTC"
+    from pyhudi.services.restore import pending_restore
     from pyhudi.services.rollback import rollback_failed_writes
+
+    unfinished = pending_restore(table)
+    if unfinished is not None:
+        raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it "
+                               f"(`pyhudi restore --instant {unfinished[1]}`) before writing")
 
     rolled_back = rollback_failed_writes(table.storage, table.timeline, utc=utc)
     if rolled_back:
@@ -260,15 +267,19 @@ def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
     from pyhudi.services.clean import clean
 
     out: dict[str, Any] = {}
-    if cfg.get(C.CLEAN_AUTOMATIC):
-        cleaned = clean(table, cfg)
-        if cleaned:
-            out["cleans"] = [c.instant for c in cleaned]
-            out["files_cleaned"] = sum(c.files_deleted for c in cleaned)
-    if cfg.get(C.ARCHIVE_AUTOMATIC):
-        archived = archive(table, cfg)
-        if archived:
-            out["archived_instants"] = len(archived)
+    try:
+        if cfg.get(C.CLEAN_AUTOMATIC):
+            cleaned = clean(table, cfg)
+            if cleaned:
+                out["cleans"] = [c.instant for c in cleaned]
+                out["files_cleaned"] = sum(c.files_deleted for c in cleaned)
+        if cfg.get(C.ARCHIVE_AUTOMATIC):
+            archived = archive(table, cfg)
+            if archived:
+                out["archived_instants"] = len(archived)
+    except Exception as exc:  # the commit is durable: report, never make the caller retry the write
+        log.warning("the write committed, but a table service after it failed: %s", exc, exc_info=True)
+        out["service_error"] = str(exc)
     return out
 
 

@@ -107,14 +107,17 @@ class Timeline:
         return self._files[0].timestamp if self._files else None
 
     def first_data_instant_time(self) -> str | None:
-        """The first instant (any state) of the commit timeline: writes and compactions/clustering.
+        """The first instant (any state) of the commit timeline, savepointed commits skipped.
 
         Data files of older instants belong to archived, hence completed, commits. Clean, rollback
-        and savepoint instants do not count: archival moves them on their own schedule, so one may
-        outlive the commits around it.
+        and savepoint instants do not count: archival moves them on their own schedule. A
+        savepointed commit stays active while archival may move newer ones
+        (``hoodie.archive.beyond.savepoint``), so like Hudi's ``getFirstNonSavepointCommit`` the
+        start of the timeline is the first commit without a savepoint.
         """
+        saved = {i.timestamp for i in self._files if i.action == SAVEPOINT}
         for inst in self._files:
-            if inst.action in DATA_ACTIONS:
+            if inst.action in DATA_ACTIONS and inst.timestamp not in saved:
                 return inst.timestamp
         return None
 
@@ -167,6 +170,19 @@ class Timeline:
     def complete(self, timestamp: str, action: str, content: bytes) -> Instant:
         """The commit point: the completed file appears atomically with its full content."""
         return self._write(Instant(timestamp, State.COMPLETED, action), content, must_be_new=True)
+
+    def revert_to_inflight(self, instant: Instant) -> None:
+        """Make a completed instant pending again (the first step of undoing it, as Hudi does).
+
+        The inflight file takes the completed file's metadata, so a rollback that dies after this
+        step still knows which files the instant wrote; then the completed file goes, and from that
+        moment readers no longer see the instant.
+        """
+        content = self.read_bytes(instant)
+        inflight = Instant(instant.timestamp, State.INFLIGHT, instant.action)
+        self.storage.write_bytes(self.path_of(inflight), content)
+        self.storage.delete(self.path_of(instant))
+        self._files = sorted({*(i for i in self._files if i != instant), inflight})
 
     def delete_instant(self, timestamp: str, action: str | None = None) -> list[str]:
         """Remove every file of an instant (completed first, so it turns invisible at once).
