@@ -330,3 +330,14 @@ def test_a_rollback_killed_midway_is_finished_by_the_next_write(spark, tmp_path,
     table = pyhudi.HudiTable(path)
     assert not table.timeline.pending() and not any(i.timestamp == doomed for i in table.timeline.instants())
     assert not [n for n in (tmp_path / "t").rglob(f"*_{doomed}.parquet")]
+
+
+def test_savepoint_files_on_the_timeline(spark, tmp_path):
+    path = str(tmp_path / "t")
+    instant = write(spark, path, [("a", "p1", 1)], opts())
+    pyhudi.create_savepoint(path)
+    names = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir() if p.name.startswith(instant))
+    assert names == [f"{instant}.commit", f"{instant}.commit.requested", f"{instant}.inflight",
+                     f"{instant}.savepoint", f"{instant}.savepoint.inflight"]
+    pyhudi.delete_savepoint(path, instant)
+    assert not list((tmp_path / "t" / ".hoodie").glob("*.savepoint*"))

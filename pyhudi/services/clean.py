@@ -265,7 +265,7 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
     requested = timeline.path_of(Instant(instant, State.REQUESTED, CLEAN))
     plan_bytes = table.storage.read_bytes(requested)
     plan = CleanPlan.from_avro(table, read_record(plan_bytes))
-    if not timeline.has_state(instant, State.INFLIGHT):
+    if not timeline.has_state(instant, State.INFLIGHT, CLEAN):
         timeline.transition_inflight(instant, CLEAN, plan_bytes)
     storage = table.storage
     # a savepoint taken after the plan was written protects its files from the plan too

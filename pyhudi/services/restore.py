@@ -178,7 +178,7 @@ def restore(table: HudiTable, savepoint: str) -> RestoreResult:
         instant = new_instant_time(after=timeline.last_instant_time(), utc=_utc(table))
         timeline.create_requested(instant, RESTORE, write_record(
             RESTORE_PLAN, {"savepointToRestoreTimestamp": savepoint, "instantsToRollback": infos, "version": 2}))
-    if not timeline.has_state(instant, State.INFLIGHT):
+    if not timeline.has_state(instant, State.INFLIGHT, RESTORE):
         timeline.transition_inflight(instant, RESTORE)
     per_instant: dict[str, list[dict]] = {}
     deleted = 0

@@ -192,7 +192,7 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
             metadata = {"startRollbackTime": rb.timestamp, "timeTakenInMillis": 0, "totalFilesDeleted": 0,
                         "commitsRollback": [target], "partitionMetadata": {}, "version": 1,
                         "instantsRollback": [{"commitTime": target, "action": action}]}
-        if not timeline.has_state(rb.timestamp, State.INFLIGHT):
+        if not timeline.has_state(rb.timestamp, State.INFLIGHT, ROLLBACK):
             timeline.transition_inflight(rb.timestamp, ROLLBACK)
         timeline.complete(rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
         done.append(rb.timestamp)

@@ -82,7 +82,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
                               for p, names in sorted(files.items())},
         "version": 1,
     }
-    if not timeline.has_state(instant, State.INFLIGHT):  # else a creation that died: finish it
+    if not timeline.has_state(instant, State.INFLIGHT, SAVEPOINT):  # else a creation that died: finish it
         timeline.transition_inflight(instant, SAVEPOINT)
     timeline.complete(instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
     return _metadata(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))

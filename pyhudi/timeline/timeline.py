@@ -128,8 +128,11 @@ class Timeline:
         raise HudiInstantNotFoundError(
             f"instant {timestamp} is not on the active timeline; run `pyhudi show commits` to list instants")
 
-    def has_state(self, timestamp: str, state: State) -> bool:
-        return any(i.timestamp == timestamp and i.state == state for i in self._files)
+    def has_state(self, timestamp: str, state: State, action: str | None = None) -> bool:
+        """Whether the instant has a file in ``state`` (of ``action``'s family, if given: a savepoint
+        shares its time with a commit)."""
+        return any(i.timestamp == timestamp and i.state == state
+                   and (action is None or family(i.action) == family(action)) for i in self._files)
 
     def is_completed(self, timestamp: str) -> bool:
         return any(i.timestamp == timestamp and i.is_completed for i in self._files)
