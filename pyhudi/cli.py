@@ -182,8 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--path", required=True, help="table base path")
         if name != "schedule":
             p.add_argument("--instant", default=None)
-        p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                       help="a hoodie.* option, e.g. hoodie.compaction.target.io=1024")
+        _option_arg(p, example="hoodie.compaction.target.io=1024")
     services(sub)
     args = parser.parse_args(argv)
     try:
@@ -210,9 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _option_arg(p: argparse.ArgumentParser) -> None:
+def _option_arg(p: argparse.ArgumentParser, *, example: str = "hoodie.clean.commits.retained=5") -> None:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a hoodie.* option, e.g. hoodie.clean.commits.retained=5")
+                   help=f"a hoodie.* option, e.g. {example}")
 
 
 def services(sub: argparse._SubParsersAction) -> None:

@@ -51,6 +51,17 @@ def parse_log_file(name: str) -> LogFileName | None:
     return LogFileName(m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5))
 
 
+def slice_key(name: str) -> tuple[str, str] | None:
+    """(file id, base instant) of a data file name: the file slice a base or log file belongs to."""
+    base = parse_base_file(name)
+    if base is not None:
+        return base.file_id, base.instant_time
+    log = parse_log_file(name)
+    if log is not None and log.extension == "log":
+        return log.file_id, log.base_instant
+    return None
+
+
 def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
     return f"{file_id}_{write_token}_{instant_time}{BASE_FILE_EXTENSION}"
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiConfigError, HudiRetentionError
-from pyhudi.read.retention import Retention, archive_folder
+from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import WRITE_ACTIONS, parse_query_instant
 
@@ -72,7 +72,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
         raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")
     in_range = [w for w in writes if start < w.timestamp <= stop]
     first_active = table.timeline.first_data_instant_time()
-    retention = Retention(table.storage, table.timeline, archived=has_archived_instants(table))
+    retention = Retention(table.storage, table.timeline)
     reason = None
     if retention.archived and first_active is not None and start < first_active and start != EARLIEST:
         reason = (f"begin instant {start} is older than the active timeline (it starts at {first_active}); "
@@ -104,9 +104,3 @@ def first_hole(table: HudiTable) -> str | None:
         return None
     writes = table.timeline.completed_writes()
     return pending[0] if writes and writes[-1].timestamp > pending[0] else None
-
-
-def has_archived_instants(table: HudiTable) -> bool:
-    """Whether archival moved instants off the active timeline (an archive file exists)."""
-    return any(i.name.startswith(".commits_.archive.")
-               for i in table.storage.list_files(archive_folder(table.storage)))

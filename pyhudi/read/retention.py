@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiRetentionError
-from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.file_names import slice_key
 from pyhudi.storage import Storage
+from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
 from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT, Instant, State
-from pyhudi.timeline.timeline import META_FOLDER, Timeline, read_avro_record
+from pyhudi.timeline.timeline import Timeline, read_avro_record
 
 
 @dataclass(frozen=True)
@@ -38,25 +39,6 @@ class CleanedSlice:
 
     def needed_at(self, instant: str) -> bool:
         return self.base_instant <= instant < self.superseded_at
-
-
-def archive_folder(storage: Storage) -> str:
-    """The table's archived-timeline folder (``hoodie.archivelog.folder``, ``archived`` by default)."""
-    from pyhudi.table.properties import load_table_config
-
-    name = load_table_config(storage).props.get("hoodie.archivelog.folder") or "archived"
-    return f"{META_FOLDER}/{name}"
-
-
-def _slice_key(name: str) -> tuple[str, str] | None:
-    """(file id, base instant) of a data file name."""
-    base = parse_base_file(name)
-    if base is not None:
-        return base.file_id, base.instant_time
-    log = parse_log_file(name)
-    if log is not None and log.extension == "log":
-        return log.file_id, log.base_instant
-    return None
 
 
 def _planned_files(record: dict) -> dict[str, set[str]]:
@@ -84,8 +66,6 @@ def _clean_records(storage: Storage, timeline: Timeline, *, archived: bool) -> l
             out.append((c.timestamp, read_avro_record(timeline.read_bytes(requested),
                                                       source=timeline.path_of(requested))))
     if archived:
-        from pyhudi.timeline.archive import ArchivedTimeline
-
         old = ArchivedTimeline(storage, folder=archive_folder(storage))
         for inst in old.instants():
             if inst.action == CLEAN and inst.is_completed:
@@ -106,7 +86,7 @@ def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = Fal
     for clean_time, record in records:
         for partition, names in _planned_files(record).items():
             for name in names:
-                key = _slice_key(name)
+                key = slice_key(name)
                 if key is not None:
                     planned.setdefault((partition, *key), clean_time)
                     names_in.setdefault(partition, set()).add(name)
@@ -116,7 +96,7 @@ def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = Fal
     removed: dict[tuple[str, str, str], str] = {}
     for partition, names in names_in.items():
         for name in names - listing[partition]:
-            key = _slice_key(name)
+            key = slice_key(name)
             if key is not None:
                 removed.setdefault((partition, *key), planned[(partition, *key)])
     replaced_at: dict[tuple[str, str], str] = {}
@@ -131,7 +111,7 @@ def cleaned_slices(storage: Storage, timeline: Timeline, *, archived: bool = Fal
     first = timeline.first_data_instant_time()
     for partition in {p for p, _, _ in removed}:
         for name in listing[partition]:
-            key = _slice_key(name)
+            key = slice_key(name)
             # a leftover of a failed write is no successor: only committed (or archived) slices count
             if key is not None and (partition, key[0]) in known and (
                     key[1] in committed or (first is not None and key[1] < first)):
@@ -153,10 +133,10 @@ class Retention:
     than the active timeline (reading the archive costs more, and only such queries need it).
     """
 
-    def __init__(self, storage: Storage, timeline: Timeline, *, archived: bool) -> None:
+    def __init__(self, storage: Storage, timeline: Timeline) -> None:
         self.storage = storage
         self.timeline = timeline
-        self.archived = archived
+        self.archived = has_archive(storage)
         self.first_active = timeline.first_data_instant_time()
         self.cleaned = cleaned_slices(storage, timeline)
         self._with_archive: list[CleanedSlice] | None = None

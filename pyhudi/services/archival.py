@@ -33,11 +33,11 @@ import logging
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError
-from pyhudi.read.retention import archive_folder
+from pyhudi.io.file_names import slice_key
 from pyhudi.services.clean import last_clean_ectr
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.archive import archive_instants
+from pyhudi.timeline.archive import archive_folder, archive_instants
 from pyhudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT
 from pyhudi.timeline.timeline import DATA_ACTIONS
 
@@ -113,8 +113,8 @@ def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None
             continue
         replaced = table.timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
         for partition, ids in replaced.items():
-            names = [info.name for info in table.storage.list_files(partition)]
-            if any(n.startswith(f"{fid}_") or n.startswith(f".{fid}_") for fid in ids for n in names):
+            left = {key[0] for info in table.storage.list_files(partition) if (key := slice_key(info.name))}
+            if left & set(ids):
                 return inst.timestamp
     return None
 
@@ -127,7 +127,7 @@ def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     if not chosen:
         return []
     archive_instants(table.storage, table.timeline, chosen, folder=archive_folder(table.storage),
-                     utc=table.config.timeline_timezone == "UTC")
+                     utc=table.config.utc_timeline)
     table.timeline.reload()
     log.info("archived %d instants (%s .. %s)", len(chosen), chosen[0], chosen[-1])
     return chosen

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.io.file_names import relative_path
 from pyhudi.services.compaction import pending_compactions, read_plan
 from pyhudi.services.savepoint import savepointed_files
 from pyhudi.table.fs_view import FileGroup, FileSlice
@@ -81,20 +82,15 @@ class CleanPlan:
         }
 
     @classmethod
-    def from_avro(cls, table: HudiTable, rec: dict) -> CleanPlan:
+    def from_avro(cls, rec: dict) -> CleanPlan:
         ectr = rec.get("earliestInstantToRetain")
         files: dict[str, tuple[str, ...]] = {}
         for p, infos in (rec.get("filePathsToBeDeletedPerPartition") or {}).items():
-            files[p] = tuple(_relative(table, p, info["filePath"]) for info in infos)
+            files[p] = tuple(relative_path(p, posixpath.basename(info["filePath"])) for info in infos)
         for p, names in (rec.get("filesToBeDeletedPerPartition") or {}).items():  # plan version 1
-            files.setdefault(p, tuple(posixpath.join(p, n) if p else n for n in names))
+            files.setdefault(p, tuple(relative_path(p, n) for n in names))
         return cls(rec.get("policy") or "", (ectr["timestamp"], ectr["action"]) if ectr else None,
                    rec.get("lastCompletedCommitTimestamp") or "", files)
-
-
-def _relative(table: HudiTable, partition: str, path: str) -> str:
-    name = posixpath.basename(path)
-    return posixpath.join(partition, name) if partition else name
 
 
 @dataclass(frozen=True)
@@ -119,7 +115,7 @@ def earliest_commit_to_retain(table: HudiTable, cfg: HudiConfig) -> tuple[str, s
             chosen = commits[len(commits) - retained]
     elif policy == "KEEP_LATEST_BY_HOURS" and commits:
         hours = cfg.get(C.CLEAN_HOURS_RETAINED)
-        utc = table.config.timeline_timezone == "UTC"
+        utc = table.config.utc_timeline
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None) if utc else dt.datetime.now()
         cutoff = now - dt.timedelta(hours=hours)
         after = [c for c in commits if parse_instant_time(c.timestamp) >= cutoff]
@@ -134,13 +130,16 @@ def earliest_commit_to_retain(table: HudiTable, cfg: HudiConfig) -> tuple[str, s
     return (chosen.timestamp, chosen.action) if chosen else None
 
 
+def last_clean(table: HudiTable) -> dict | None:
+    """The HoodieCleanMetadata of the newest completed clean (None before any clean)."""
+    cleans = table.timeline.completed([CLEAN])
+    return read_record(table.timeline.read_bytes(cleans[-1])) if cleans else None
+
+
 def last_clean_ectr(table: HudiTable) -> str | None:
     """The earliest commit the newest completed clean retained (None before any clean)."""
-    cleans = table.timeline.completed([CLEAN])
-    if not cleans:
-        return None
-    rec = read_record(table.timeline.read_bytes(cleans[-1]))
-    return rec.get("earliestCommitToRetain") or None
+    rec = last_clean(table)
+    return (rec.get("earliestCommitToRetain") or None) if rec else None
 
 
 def _partitions_to_clean(table: HudiTable, cfg: HudiConfig, ectr: str | None) -> list[str] | None:
@@ -235,11 +234,8 @@ def plan_clean(table: HudiTable, cfg: HudiConfig) -> CleanPlan | None:
 # -- scheduling and running ------------------------------------------------------------------------
 def commits_since_last_clean(table: HudiTable) -> int:
     """Completed commits after the last commit the previous clean saw (Hudi's trigger count)."""
-    cleans = table.timeline.completed([CLEAN])
-    since = ""
-    if cleans:
-        rec = read_record(table.timeline.read_bytes(cleans[-1]))
-        since = rec.get("lastCompletedCommitTimestamp") or cleans[-1].timestamp
+    rec = last_clean(table)
+    since = (rec.get("lastCompletedCommitTimestamp") or rec.get("startCleanTime") or "") if rec else ""
     return sum(1 for c in table.timeline.completed_writes() if c.timestamp > since)
 
 
@@ -252,7 +248,7 @@ def schedule_clean(table: HudiTable, cfg: HudiConfig) -> str | None:
     plan = plan_clean(table, cfg)
     if plan is None or plan.file_count == 0:
         return None
-    utc = table.config.timeline_timezone == "UTC"
+    utc = table.config.utc_timeline
     instant = new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
     table.timeline.create_requested(instant, CLEAN, write_record(CLEANER_PLAN, plan.to_avro(table)))
     return instant
@@ -264,7 +260,7 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
     timeline = table.timeline
     requested = timeline.path_of(Instant(instant, State.REQUESTED, CLEAN))
     plan_bytes = table.storage.read_bytes(requested)
-    plan = CleanPlan.from_avro(table, read_record(plan_bytes))
+    plan = CleanPlan.from_avro(read_record(plan_bytes))
     if not timeline.has_state(instant, State.INFLIGHT, CLEAN):
         timeline.transition_inflight(instant, CLEAN, plan_bytes)
     storage = table.storage

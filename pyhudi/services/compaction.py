@@ -194,7 +194,7 @@ def schedule_compaction(table: HudiTable, cfg: HudiConfig, *, instant_time: str 
     if table.table_type != MERGE_ON_READ:
         raise HudiCompactionError(f"{table.path} is a {table.table_type} table; only MERGE_ON_READ tables compact")
     table.timeline.reload()
-    utc = table.config.timeline_timezone == "UTC"
+    utc = table.config.utc_timeline
     instant = instant_time or new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
     plan = schedule(table.timeline, table.file_system_view(), cfg, instant)
     return instant if plan is not None else None

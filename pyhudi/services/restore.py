@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
-from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.file_names import slice_key
 from pyhudi.services.compaction import pending_compactions
 from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
 from pyhudi.services.savepoint import list_savepoints
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
 from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record
 from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
@@ -39,10 +40,6 @@ class RestoreResult:
     seconds: float
 
 
-def _utc(table: HudiTable) -> bool:
-    return table.config.timeline_timezone == "UTC"
-
-
 def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
     """What the table returns to must still exist: the slice every rewritten file group had before
     the commit, and the latest slice of every group a replace commit retired."""
@@ -55,14 +52,8 @@ def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
         return listings[part]
 
     def has_slice(part: str, fid: str, base: str | None) -> bool:
-        for n in names(part):
-            parsed = parse_base_file(n)
-            if parsed is not None and parsed.file_id == fid and (base is None or parsed.instant_time == base):
-                return True
-            log = parse_log_file(n)
-            if log is not None and log.file_id == fid and (base is None or log.base_instant == base):
-                return True
-        return False
+        keys = (slice_key(n) for n in names(part))
+        return any(k is not None and k[0] == fid and (base is None or k[1] == base) for k in keys)
 
     for stat in meta.write_stats():
         prev = stat.prevCommit
@@ -85,7 +76,7 @@ def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
 def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
     """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
     timeline = table.timeline.reload()
-    rollback_failed_writes(table.storage, timeline, utc=_utc(table))
+    rollback_failed_writes(table.storage, timeline, utc=table.config.utc_timeline)
     writes = timeline.completed_writes()
     if not writes:
         raise HudiInstantNotFoundError(f"{table.path} has no completed commit to roll back")
@@ -107,17 +98,13 @@ def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
         raise HudiRestoreError(f"clean {cleaning[0].timestamp} is unfinished and may delete the version a rollback "
                                "returns to; finish it first (`pyhudi clean`), then roll back")
     _check_previous_versions(table, latest)
-    done = rollback_instant(table.storage, timeline, latest, utc=_utc(table))
+    done = rollback_instant(table.storage, timeline, latest, utc=table.config.utc_timeline)
     log.info("rolled back %s %s as %s", latest.action, latest.timestamp, done)
     return done
 
 
 def archived_writes_after(table: HudiTable, instant: str) -> list[str]:
-    from pyhudi.read.incremental import has_archived_instants
-    from pyhudi.read.retention import archive_folder
-    from pyhudi.timeline.archive import ArchivedTimeline
-
-    if not has_archived_instants(table):
+    if not has_archive(table.storage):
         return []
     archived = ArchivedTimeline(table.storage, folder=archive_folder(table.storage))
     return [i.timestamp for i in archived.completed_writes() if i.timestamp > instant]
@@ -175,7 +162,7 @@ def restore(table: HudiTable, savepoint: str) -> RestoreResult:
     if unfinished is not None:  # a restore that died midway: finish it under its own instant
         instant = unfinished[0]
     else:
-        instant = new_instant_time(after=timeline.last_instant_time(), utc=_utc(table))
+        instant = new_instant_time(after=timeline.last_instant_time(), utc=table.config.utc_timeline)
         timeline.create_requested(instant, RESTORE, write_record(
             RESTORE_PLAN, {"savepointToRestoreTimestamp": savepoint, "instantsToRollback": infos, "version": 2}))
     if not timeline.has_state(instant, State.INFLIGHT, RESTORE):

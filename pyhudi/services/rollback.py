@@ -91,48 +91,27 @@ def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tupl
     return storage.full(new_rel), len(data)
 
 
-def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time: str, *,
-                 disposable: frozenset[str] = frozenset()) -> dict:
-    """Undo what ``instant`` wrote and drop it from the timeline; returns its HoodieRollbackMetadata.
+def _split(storage: Storage, files: list[str], gone: frozenset[str]) -> tuple[list[str], list[str]]:
+    """(files to delete, log files to neutralise): a log file holding only blocks of ``gone``
+    instants can go; one with other blocks too keeps them and gets a rollback command block."""
+    keep_logs = sorted(rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
+                       and not _only_blocks_of(storage, rel, gone))
+    return [rel for rel in files if rel not in keep_logs], keep_logs
 
-    Base files it wrote are deleted. A log file it created holds only its blocks and is deleted
-    too; a log file it appended to keeps the earlier blocks, and a rollback command block (in the
-    slice's next log file, as Hudi writes it) tells every reader to skip the failed instant's.
-    ``disposable`` names other instants going away with this one (a restore): a log file holding
-    only their blocks is deleted rather than neutralised.
-    """
-    started = time.monotonic()
-    files = _files_of(storage, timeline, instant)
-    if instant.is_completed:  # invisible first: a crash from here on leaves a pending write to roll back
-        timeline.revert_to_inflight(instant)
-    gone = disposable | {instant.timestamp, rb_time}
-    keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
-                 and not _only_blocks_of(storage, rel, gone)}
-    files = [rel for rel in files if rel not in keep_logs]
-    by_partition: dict[str, list[str]] = {}
-    for rel in files:
-        by_partition.setdefault(_partition_of(rel), []).append(rel)
-    deleted: dict[str, list[str]] = {}
-    failed: dict[str, list[str]] = {}
-    for p, rels in by_partition.items():
-        for rel in rels:
-            (deleted if storage.delete(rel) or not storage.exists(rel) else failed).setdefault(p, []).append(
-                storage.full(rel))
-    rollback_logs: dict[str, dict[str, int]] = {}
-    failed_logs: dict[str, dict[str, int]] = {}
-    for rel in sorted(keep_logs):
-        p = _partition_of(rel)
-        failed_logs.setdefault(p, {})[storage.full(rel)] = storage.size(rel)
-        path, size = _rollback_log(storage, rel, rb_time, instant.timestamp)
-        rollback_logs.setdefault(p, {})[path] = size
-    timeline.delete_instant(instant.timestamp, instant.action)
-    delete_markers(storage, instant.timestamp)
-    partitions = sorted(set(by_partition) | set(rollback_logs))
+
+def rollback_metadata(rb_time: str, target: str, action: str, *, seconds: float = 0.0,
+                      deleted: dict[str, list[str]] | None = None, failed: dict[str, list[str]] | None = None,
+                      rollback_logs: dict[str, dict[str, int]] | None = None,
+                      failed_logs: dict[str, dict[str, int]] | None = None) -> dict:
+    """HoodieRollbackMetadata of one undone instant (per partition: what went, what was neutralised)."""
+    deleted, failed = deleted or {}, failed or {}
+    rollback_logs, failed_logs = rollback_logs or {}, failed_logs or {}
+    partitions = sorted(set(deleted) | set(failed) | set(rollback_logs))
     return {
         "startRollbackTime": rb_time,
-        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "timeTakenInMillis": int(seconds * 1000),
         "totalFilesDeleted": sum(len(v) for v in deleted.values()),
-        "commitsRollback": [instant.timestamp],
+        "commitsRollback": [target],
         "partitionMetadata": {
             p: {"partitionPath": p, "successDeleteFiles": deleted.get(p, []),
                 "failedDeleteFiles": failed.get(p, []), "rollbackLogFiles": rollback_logs.get(p, {}),
@@ -140,26 +119,59 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
             for p in partitions
         },
         "version": 1,
-        "instantsRollback": [{"commitTime": instant.timestamp, "action": instant.action}],
+        "instantsRollback": [{"commitTime": target, "action": action}],
     }
 
 
-def rollback_plan(storage: Storage, timeline: Timeline, instant: Instant) -> dict:
+def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time: str, *,
+                 disposable: frozenset[str] = frozenset(),
+                 split: tuple[list[str], list[str]] | None = None) -> dict:
+    """Undo what ``instant`` wrote and drop it from the timeline; returns its HoodieRollbackMetadata.
+
+    Base files it wrote are deleted. A log file it created holds only its blocks and is deleted
+    too; a log file it appended to keeps the earlier blocks, and a rollback command block (in the
+    slice's next log file, as Hudi writes it) tells every reader to skip the failed instant's.
+    ``disposable`` names other instants going away with this one (a restore): a log file holding
+    only their blocks is deleted rather than neutralised. ``split`` is the division into files to
+    delete and logs to neutralise, when the caller made it already (for the rollback plan).
+    """
+    started = time.monotonic()
+    if split is None:
+        split = _split(storage, _files_of(storage, timeline, instant), disposable | {instant.timestamp, rb_time})
+    files, keep_logs = split
+    if instant.is_completed:  # invisible first: a crash from here on leaves a pending write to roll back
+        timeline.revert_to_inflight(instant)
+    deleted: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
+    for rel in files:
+        (deleted if storage.delete(rel) or not storage.exists(rel) else failed).setdefault(
+            _partition_of(rel), []).append(storage.full(rel))
+    rollback_logs: dict[str, dict[str, int]] = {}
+    failed_logs: dict[str, dict[str, int]] = {}
+    for rel in keep_logs:
+        p = _partition_of(rel)
+        failed_logs.setdefault(p, {})[storage.full(rel)] = storage.size(rel)
+        path, size = _rollback_log(storage, rel, rb_time, instant.timestamp)
+        rollback_logs.setdefault(p, {})[path] = size
+    timeline.delete_instant(instant.timestamp, instant.action)
+    delete_markers(storage, instant.timestamp)
+    return rollback_metadata(rb_time, instant.timestamp, instant.action, seconds=time.monotonic() - started,
+                             deleted=deleted, failed=failed, rollback_logs=rollback_logs, failed_logs=failed_logs)
+
+
+def rollback_plan(storage: Storage, instant: Instant, split: tuple[list[str], list[str]]) -> dict:
     """The HoodieRollbackPlan of an instant: files to delete, log files to neutralise."""
-    files = _files_of(storage, timeline, instant)
-    keep_logs = {rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
-                 and not _only_blocks_of(storage, rel, frozenset([instant.timestamp]))}
+    files, keep_logs = split
     by_partition: dict[str, list[str]] = {}
     for rel in files:
-        if rel not in keep_logs:
-            by_partition.setdefault(_partition_of(rel), []).append(rel)
+        by_partition.setdefault(_partition_of(rel), []).append(rel)
     return {
         "instantToRollback": {"commitTime": instant.timestamp, "action": instant.action},
         "RollbackRequests": [
             {"partitionPath": p, "fileId": "", "latestBaseInstant": "",
              "filesToBeDeleted": [storage.full(r) for r in rels], "logBlocksToBeDeleted": {}}
             for p, rels in sorted(by_partition.items())
-        ] + [_log_request(storage, rel) for rel in sorted(keep_logs)],
+        ] + [_log_request(storage, rel) for rel in keep_logs],
         "version": 1,
     }
 
@@ -167,9 +179,10 @@ def rollback_plan(storage: Storage, timeline: Timeline, instant: Instant) -> dic
 def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False) -> str:
     """Roll back one instant (a failed write, or a completed one); returns the rollback instant time."""
     rb_time = new_instant_time(after=timeline.last_instant_time(), utc=utc)
-    timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, timeline, instant)))
+    split = _split(storage, _files_of(storage, timeline, instant), frozenset([instant.timestamp]))
+    timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, instant, split)))
     timeline.transition_inflight(rb_time, ROLLBACK)
-    metadata = undo_instant(storage, timeline, instant, rb_time)
+    metadata = undo_instant(storage, timeline, instant, rb_time, split=split)
     timeline.complete(rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
     return rb_time
 
@@ -183,15 +196,13 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
             timeline.delete_instant(rb.timestamp, ROLLBACK)
             continue
         plan = read_record(timeline.read_bytes(requested))
-        target = (plan.get("instantToRollback") or {}).get("commitTime")
+        target = (plan.get("instantToRollback") or {}).get("commitTime") or ""
         action = (plan.get("instantToRollback") or {}).get("action") or ""
         left = [i for i in timeline.instants() if i.timestamp == target and family(i.action) == family(action)]
         if left:
             metadata = undo_instant(storage, timeline, left[0], rb.timestamp)
         else:  # its target was undone already; only the record is missing
-            metadata = {"startRollbackTime": rb.timestamp, "timeTakenInMillis": 0, "totalFilesDeleted": 0,
-                        "commitsRollback": [target], "partitionMetadata": {}, "version": 1,
-                        "instantsRollback": [{"commitTime": target, "action": action}]}
+            metadata = rollback_metadata(rb.timestamp, target, action)
         if not timeline.has_state(rb.timestamp, State.INFLIGHT, ROLLBACK):
             timeline.transition_inflight(rb.timestamp, ROLLBACK)
         timeline.complete(rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))

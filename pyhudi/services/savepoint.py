@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiInstantNotFoundError
-from pyhudi.read.incremental import has_archived_instants
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, read_record, write_record
@@ -66,7 +65,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
                                        "taken of completed commits (`pyhudi show commits` lists them)")
     if any(s.timestamp == instant for s in timeline.completed([SAVEPOINT])):
         raise HudiInstantNotFoundError(f"commit {instant} already has a savepoint")
-    Retention(table.storage, timeline, archived=has_archived_instants(table)).check(instant, purpose="savepoint")
+    Retention(table.storage, timeline).check(instant, purpose="savepoint")
     view = table.file_system_view(as_of=instant)
     files: dict[str, list[str]] = {p: [] for p in view.partitions}
     for piece in view.latest_slices():

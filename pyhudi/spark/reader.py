@@ -24,7 +24,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.spec import DEFAULT_PARTITION
-from pyhudi.read.incremental import has_archived_instants, plan_incremental
+from pyhudi.read.incremental import plan_incremental
 from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import Retention
 from pyhudi.spark.merged import read_merged
@@ -129,7 +129,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig) -> QueryFiles:
             raise HudiConfigError(
                 f"time travel to {as_of} must be earlier than the first incomplete commit {pending[0].timestamp} "
                 "(a write in flight, or a failed one the next write rolls back)")
-        Retention(table.storage, table.timeline, archived=has_archived_instants(table)).check(as_of)
+        Retention(table.storage, table.timeline).check(as_of)
     view = table.file_system_view(as_of=as_of)
     return QueryFiles(view, view.latest_slices(), query == "snapshot")
 

@@ -216,7 +216,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if table is None:
         table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
         log.info("created table %s at %s", table_name, path)
-    utc = table.config.timeline_timezone == "UTC"
+    utc = table.config.utc_timeline
     from pyhudi.services.restore import pending_restore
     from pyhudi.services.rollback import rollback_failed_writes
 

@@ -219,6 +219,11 @@ class TableConfig:
         return self.props.get(TIMELINE_TIMEZONE, "LOCAL").upper()
 
     @property
+    def utc_timeline(self) -> bool:
+        """Whether instant times are UTC (``hoodie.table.timeline.timezone=UTC``) rather than local."""
+        return self.timeline_timezone == "UTC"
+
+    @property
     def payload_class(self) -> str | None:
         return self.props.get(PAYLOAD_CLASS)
 

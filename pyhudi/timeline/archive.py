@@ -53,6 +53,7 @@ from typing import Any
 from pyhudi.errors import HudiCorruptFileError, HudiError, HudiInstantNotFoundError, HudiUnsupportedError
 from pyhudi.io.log_format import BlockType, HeaderKey, LogBlock, encode_block, has_valid_tail, read_log_file
 from pyhudi.storage import Storage
+from pyhudi.table.properties import load_table_config
 from pyhudi.timeline.avro_records import (
     ARCHIVED_META_ENTRY,
     CLEAN_METADATA,
@@ -143,6 +144,17 @@ def list_archive_files(storage: Storage, folder: str = ARCHIVE_FOLDER) -> list[s
         if key is not None:
             found.append((key, f"{folder}/{info.name}"))
     return [path for _, path in sorted(found)]
+
+
+def archive_folder(storage: Storage) -> str:
+    """The table's archived-timeline folder (``hoodie.archivelog.folder``, ``archived`` by default)."""
+    name = load_table_config(storage).props.get("hoodie.archivelog.folder") or "archived"
+    return f"{META_FOLDER}/{name}"
+
+
+def has_archive(storage: Storage) -> bool:
+    """Whether archival moved instants off the table's active timeline (an archive file exists)."""
+    return bool(list_archive_files(storage, archive_folder(storage)))
 
 
 # -- conversion --------------------------------------------------------------------------------
