@@ -218,6 +218,7 @@ def test_incremental_refuses_a_hole_in_the_timeline(spark, tmp_path):
         pyhudi.read(spark, path, incr)
     blocked = pyhudi.read(spark, path, {**incr, "hoodie.read.timeline.holes.resolution.policy": "BLOCK"}).collect()
     assert [(r["key"], r["_hoodie_commit_time"]) for r in blocked] == [("a", first)]
+    assert snapshot(spark, path) == [("a", 1), ("b", 2)] == rs(path)
     with pytest.raises(HudiConfigError, match="first incomplete commit"):
         pyhudi.read(spark, path, {"as.of.instant": second})
 
@@ -260,7 +261,7 @@ def test_service_cli(spark, tmp_path, capsys):
     assert "savepoint" in out and "clean" in out and "keeps" in out and "retains from" in out
     assert cli(["rollback", "--path", path]) == 0
     assert cli(["restore", "--path", path, "--instant", history[1][0]]) == 0
-    assert snapshot(spark, path) == history[1][1]
+    assert snapshot(spark, path) == history[1][1] == rs(path)
     assert cli(["savepoint", "delete", "--path", path, "--instant", history[1][0]]) == 0
     assert cli(["restore", "--path", path, "--instant", history[1][0]]) == 2
     assert "no savepoint" in capsys.readouterr().err
@@ -295,7 +296,7 @@ def test_rollback_refuses_what_the_cleaner_took(spark, tmp_path):
     write(spark, path, [("c", "p1", 3)], options)  # rewrites c's group; the clean takes the old version
     with pytest.raises(HudiRetentionError, match="was cleaned"):
         pyhudi.rollback(path)
-    assert snapshot(spark, path) == [("c", 3)]
+    assert snapshot(spark, path) == [("c", 3)] == rs(path)
 
 
 def test_a_rollback_killed_midway_is_finished_by_the_next_write(spark, tmp_path, monkeypatch):
@@ -336,6 +337,7 @@ def test_savepoint_files_on_the_timeline(spark, tmp_path):
     path = str(tmp_path / "t")
     instant = write(spark, path, [("a", "p1", 1)], opts())
     pyhudi.create_savepoint(path)
+    assert snapshot(spark, path) == [("a", 1)] == rs(path)
     names = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir() if p.name.startswith(instant))
     assert names == [f"{instant}.commit", f"{instant}.commit.requested", f"{instant}.inflight",
                      f"{instant}.savepoint", f"{instant}.savepoint.inflight"]
