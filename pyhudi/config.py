@@ -365,6 +365,12 @@ LOGFILE_DATA_BLOCK_FORMAT = option(
 LOGFILE_MAX_SIZE = option(
     "hoodie.logfile.max.size", 1024 * MB,
     "A log file is appended to until it reaches this size; then a new log version starts.", parse_positive_int)
+PARTITION_LOCAL_WRITE = option(
+    "pyhudi.write.partition.local", True,
+    "pyhudi only: upserts, inserts and deletes with a SIMPLE or BUCKET index tag, size and write each "
+    "table partition in one Spark task (two Spark jobs in all) unless a partition receives more than "
+    "2,000,000 records; false always takes Hudi's distributed chain of tagging, profiling and "
+    "bucketing stages.", parse_bool)
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = option(
     "hoodie.merge.small.file.group.candidates.limit", 1,
     "Merge-on-read: how many small file groups (without log files) per partition may take inserts.",
@@ -451,6 +457,11 @@ ARCHIVE_BEYOND_SAVEPOINT = option(
 # ---------------------------------------------------------------------------------------------
 # Bloom filter written into every base file footer
 # ---------------------------------------------------------------------------------------------
+PARQUET_BLOOM_FILTER_ENABLED = option(
+    "hoodie.parquet.bloom.filter.enabled", True,
+    "Write the record-key bloom filter into base file footers. Files always get one when "
+    "hoodie.index.type is a BLOOM index; with other indexes false saves its bytes (about 860 KB per "
+    "file with the default DYNAMIC_V0 filter) and the time to build it.", parse_bool)
 BLOOM_NUM_ENTRIES = option(
     "hoodie.index.bloom.num_entries", 60000, "Keys per bloom filter (per row of a dynamic filter).",
     parse_positive_int)

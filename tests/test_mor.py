@@ -10,7 +10,7 @@ import pytest
 from conftest import hudi_rs_rows, pyhudi_rows, unzip_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_model import INDEXES, SCHEMA, SIZING, apply, check, op_st
+from test_model import INDEXES, SCHEMA, SIZING, apply, check, index_options, op_st
 
 import pyhudi
 from pyhudi.io.log_format import BlockType, read_log_file
@@ -46,9 +46,10 @@ mor_op_st = st.one_of(op_st, st.tuples(st.just("schedule"), st.just([])), st.tup
 def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, sizing, update_partition,
                                            block_format):
     path = str(tmp_path_factory.mktemp("mor") / "t")
+    index, index_opts = index_options(index)
     global_index = index.startswith("GLOBAL_")
     options = {
-        **BASE, "hoodie.index.type": index,
+        **BASE, **index_opts,
         "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bucket.index.num.buckets": "3", "hoodie.logfile.data.block.format": block_format,

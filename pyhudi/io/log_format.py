@@ -56,7 +56,7 @@ from pyhudi.io.avro_codec import (
     encode_datums,
     encode_flat,
 )
-from pyhudi.io.base_file import AVRO_SCHEMA_KEY, HUDI_CODEC_LEVELS, align
+from pyhudi.io.base_file import AVRO_SCHEMA_KEY, ParquetSettings, align, open_parquet_writer
 from pyhudi.storage.fs import Storage
 
 __all__ = [
@@ -312,13 +312,15 @@ def avro_data_block(rows: pa.Table, avro_schema: str, instant_time: str) -> byte
     return _frame(BlockType.AVRO_DATA_BLOCK, header, content)
 
 
-def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, compression: str = "gzip") -> bytes:
-    """A PARQUET_DATA_BLOCK: ``rows`` (aligned to ``avro_schema``) as one in-memory parquet file."""
+def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, compression: str = "gzip",
+                       dictionary: bool = True) -> bytes:
+    """A PARQUET_DATA_BLOCK: ``rows`` (aligned to ``avro_schema``) as one in-memory parquet file,
+    with the codec and encodings of base files."""
     table = align(rows, avro_to_arrow_schema(avro_schema))
     sink = pa.BufferOutputStream()
+    settings = ParquetSettings(avro_schema=avro_schema, codec=compression, dictionary=dictionary)
     # footer like Hudi's Avro parquet writer: readers resolve columns through parquet.avro.schema
-    with pq.ParquetWriter(sink, table.schema, compression=compression, store_schema=False, use_dictionary=False,
-                          compression_level=HUDI_CODEC_LEVELS.get(compression)) as writer:
+    with open_parquet_writer(sink, table.schema, settings, table) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({AVRO_SCHEMA_KEY: avro_schema, "writer.model.name": "avro"})
     header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}

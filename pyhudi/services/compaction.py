@@ -213,7 +213,7 @@ def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, 
     rel = relative_path(op.partition_path, name)
     if settings.populate_meta_fields or FILE_NAME in merged.column_names:
         at = merged.schema.get_field_index(FILE_NAME)
-        merged = merged.set_column(at, FILE_NAME, pa.array([name] * merged.num_rows, pa.string()))
+        merged = merged.set_column(at, FILE_NAME, pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
     create_marker(storage, instant, rel, MERGE)
     written = write_base_file(storage, rel, merged, settings)
     row = stats_row(op.partition_path, op.file_id, rel, prev_commit=op.base_instant, io_type=MERGE,

@@ -24,13 +24,14 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
-from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
+from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.spark.merged import merged_keys
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.write.columns import FILE_ID
+from pyhudi.write.partition_writer import BucketSpec
 
 EXISTING_PP = "_pyhudi_existing_partition"
 EXISTING_RK = "_pyhudi_existing_key"
@@ -84,23 +85,41 @@ class Lookup:
 HASH_BUCKET = "_pyhudi_hash_bucket"
 
 
-def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> DataFrame:
-    """``keyed`` plus the BUCKET index's bucket number of every record key, computed in executors."""
+def bucket_spec(cfg: HudiConfig, spec: KeyGenSpec) -> BucketSpec:
+    """The BUCKET index's settings, validated as Hudi does."""
     if cfg.get(C.BUCKET_ENGINE) != "SIMPLE":
         raise HudiUnsupportedError("hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported; use SIMPLE")
-    num_buckets = check_num_buckets(cfg.get(C.BUCKET_NUM_BUCKETS))
-    key_fields = list(spec.record_key_fields)
-    hash_fields = resolve_hash_fields(cfg.get(C.BUCKET_HASH_FIELD) or None, key_fields)
+    key_fields = tuple(spec.record_key_fields)
+    return BucketSpec(check_num_buckets(cfg.get(C.BUCKET_NUM_BUCKETS)),
+                      tuple(resolve_hash_fields(cfg.get(C.BUCKET_HASH_FIELD) or None, key_fields)), key_fields)
+
+
+def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> DataFrame:
+    """``keyed`` plus the BUCKET index's bucket number of every record key, computed in executors."""
+    buckets = bucket_spec(cfg, spec)
 
     def add(batches):  # type: ignore[no-untyped-def]
         for batch in batches:
-            ids = bucket_ids(batch.column(RECORD_KEY), hash_fields=hash_fields, record_key_fields=key_fields,
-                             num_buckets=num_buckets)
+            ids = bucket_ids(batch.column(RECORD_KEY), hash_fields=buckets.hash_fields,
+                             record_key_fields=buckets.record_key_fields, num_buckets=buckets.num_buckets)
             yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(ids, pa.int32())],
                                              names=[*batch.schema.names, HASH_BUCKET])
 
     schema = StructType([*keyed.schema.fields, StructField(HASH_BUCKET, IntegerType(), nullable=False)])
     return keyed.mapInArrow(add, schema)
+
+
+def key_read_schema(table: HudiTable, spec: MergeSpec | None) -> pa.Schema | None:
+    """Columns a merged read of a slice needs to know which keys are alive (key, partition,
+    ordering field, delete flag); None for a table without a schema yet."""
+    schema = table.arrow_schema()
+    if schema is None:
+        return None
+    wanted = [RECORD_KEY, PARTITION_PATH]
+    for extra in ((spec.ordering_field if spec else None), IS_DELETED_FIELD):
+        if extra and extra in schema.names and extra not in wanted:
+            wanted.append(extra)
+    return pa.schema([schema.field(n) for n in wanted])
 
 
 def _split(table: HudiTable, partitions: list[str] | None) -> tuple[FileSystemView, list[BaseFile], list[FileSlice]]:
@@ -116,7 +135,7 @@ def _with_merged_keys(spark: SparkSession, table: HudiTable, view: FileSystemVie
     """Add the keys alive in merge-on-read slices with log files (a log may delete a base key)."""
     if not logged:
         return existing
-    schema = table.arrow_schema()
+    schema = key_read_schema(table, spec)
     if schema is None:
         return existing
     merged = merged_keys(spark, table.storage.base_uri, [s.to_read() for s in logged], schema,

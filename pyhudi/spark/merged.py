@@ -13,7 +13,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
@@ -54,17 +54,14 @@ def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], f
                          lambda _piece, merged: align(merged, target))
 
 
-def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
+def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], key_schema: pa.Schema,
                 spec: MergeSpec, visibility: Visibility, *, names: tuple[str, str, str]) -> DataFrame:
     """(record key, partition path, file id) of every record alive in ``slices`` after merging.
 
     Index lookups on merge-on-read tables use this for slices with log files: a key deleted by a
-    log block is gone even though the base file still holds it.
+    log block is gone even though the base file still holds it. ``key_schema`` is
+    :func:`pyhudi.spark.index.key_read_schema`.
     """
-    wanted = [RECORD_KEY, PARTITION_PATH]
-    for extra in (spec.ordering_field, IS_DELETED_FIELD):
-        if extra and extra in file_schema.names and extra not in wanted:
-            wanted.append(extra)
     key_col, part_col, fid_col = names
     out = pa.schema([(key_col, pa.string()), (part_col, pa.string()), (fid_col, pa.string())])
 
@@ -72,5 +69,5 @@ def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], f
         return pa.Table.from_arrays([merged.column(RECORD_KEY), merged.column(PARTITION_PATH),
                                      pa.array([piece.file_id] * merged.num_rows, pa.string())], schema=out)
 
-    return _merge_slices(spark, base_uri, slices, pa.schema([file_schema.field(n) for n in wanted]), spec,
-                         visibility, out, f"{key_col} string, {part_col} string, {fid_col} string", keys)
+    ddl = f"{key_col} string, {part_col} string, {fid_col} string"
+    return _merge_slices(spark, base_uri, slices, key_schema, spec, visibility, out, ddl, keys)

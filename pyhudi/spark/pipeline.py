@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,11 +42,13 @@ from pyhudi.spark.index import (
     IndexStats,
     Lookup,
     bloom_lookup,
+    bucket_spec,
+    key_read_schema,
     simple_lookup,
     with_hash_bucket,
 )
 from pyhudi.spark.keygen import with_keys
-from pyhudi.table.fs_view import FileSystemView
+from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
@@ -55,6 +58,15 @@ from pyhudi.write.columns import BUCKET, FILE_ID, IS_DELETE, SHUFFLE_KEY, STATS_
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import bulk_insert_writer, write_buckets
 from pyhudi.write.markers import delete_markers
+from pyhudi.write.partition_writer import (
+    BUCKET_INDEX,
+    MAX_ROWS_PER_TASK,
+    NO_INDEX,
+    SIMPLE,
+    PartitionLayout,
+    PartitionWriteJob,
+    write_partitions,
+)
 from pyhudi.write.plan import (
     BucketPlan,
     HashBucketCount,
@@ -214,8 +226,11 @@ class Pipeline:
             timeline.create_requested(self.instant, action)
         try:
             ctx = self.context()
+            local = self.local_index(operation)
             if (operation == "bulk_insert" and self.cfg.get(C.INDEX_TYPE) != "BUCKET") or overwrite:
                 rows, replaced = self.bulk_insert(data, operation, ctx, overwrite)
+            elif local is not None and (written := self.local_write(data, operation, ctx, local)) is not None:
+                rows, replaced = written, None
             elif self.cfg.get(C.INDEX_TYPE) == "BUCKET":
                 rows, replaced = self.bucket_write(data, operation, ctx), None
             else:
@@ -322,6 +337,95 @@ class Pipeline:
         started = self._phase("plan", started)
         return self._write_planned(self.assign(tagged, plan), ctx, plan, started)
 
+    # -- partition-local writes -----------------------------------------------------------------
+    def local_index(self, operation: str) -> str | None:
+        """How a partition-local write finds stored records for ``operation``; None when it cannot
+        (global indexes match keys across partitions; BLOOM runs its per-file checks distributed)."""
+        index_type = self.cfg.get(C.INDEX_TYPE)
+        if self.is_global or operation == "bulk_insert" or not self.cfg.get(C.PARTITION_LOCAL_WRITE):
+            return None
+        if index_type == "BUCKET":
+            return BUCKET_INDEX
+        if operation == "insert" and not self.cfg.get(C.INSERT_DROP_DUPLICATES):
+            return NO_INDEX
+        return SIMPLE if index_type == "SIMPLE" else None
+
+    def local_write(self, data: DataFrame, operation: str, ctx: WriteContext, index: str) -> list[dict] | None:
+        """Write with one Spark task per table partition (:mod:`pyhudi.write.partition_writer`).
+
+        Two Spark jobs: incoming records per partition, then the write. Returns None, having
+        written nothing, when a partition receives more records than one task should write.
+        """
+        started = time.monotonic()
+        # not persisted: the count reads only the partition fields, and recomputing the keys in
+        # the write job costs less than caching every incoming row (a task meeting a partition the
+        # count did not see, from an input that is not deterministic, fails the write)
+        keyed = self.prepare(data, operation, combine_in_spark=False)
+        counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
+        if counts and max(counts.values()) > MAX_ROWS_PER_TASK:
+            return None
+        started = self._phase("partitions", started)
+        partitions = sorted(counts)
+        job = self.partition_job(partitions, operation, ctx, index)
+        self.table.timeline.transition_inflight(self.instant, self.write_action, CommitMetadata(
+            partition_to_write_stats={p: [] for p in partitions},
+            operation_type=operation.upper()).to_json().encode("utf-8"))
+        if not partitions:
+            return []
+        started = self._phase("plan", started)
+        parallelism = self._spark_parallelism(data)
+        if len(partitions) <= 4 * parallelism:  # one task per partition, none sharing a task
+            task_of = {p: i for i, p in enumerate(partitions)}
+            routed = route(keyed, by_partition(task_of), len(partitions))
+        else:
+            routed = keyed.repartition(2 * parallelism, PARTITION_PATH)
+        stats = routed.mapInArrow(lambda it: write_partitions(it, job), STATS_DDL).collect()
+        self.phases["tasks"] = min(len(partitions), routed.rdd.getNumPartitions())
+        self._phase("write", started)
+        return [r.asDict() for r in stats]
+
+    @staticmethod
+    def _spark_parallelism(data: DataFrame) -> int:
+        return int(data.sparkSession.sparkContext.defaultParallelism)
+
+    def partition_job(self, partitions: list[str], operation: str, ctx: WriteContext,
+                      index: str) -> PartitionWriteJob:
+        """The driver's plan of a partition-local write: the latest slices of ``partitions``."""
+        cfg = self.cfg
+        view = self.table.file_system_view(partitions=partitions)
+        pending = pending_file_groups(self.table.timeline) if self.is_mor else {}
+        small = self.small_files(view, partitions, pending) if index != BUCKET_INDEX else {}
+        targets = log_targets(view, pending) if self.is_mor else {}
+        slices: dict[str, list[FileSlice]] = {}
+        for piece in view.latest_slices():
+            slices.setdefault(piece.partition_path, []).append(piece)
+        layouts = {}
+        for p in partitions:
+            mine = slices.get(p, [])
+            with_base = [s for s in mine if s.base_file is not None]
+            layouts[p] = PartitionLayout(
+                p, tuple((s.file_id, s.base_file.path, s.base_file.instant_time) for s in with_base
+                         if s.base_file is not None),
+                key_sources=tuple(s.to_read() for s in mine) if index == SIMPLE else (),
+                small_files=tuple(small.get(p, [])),
+                log_targets=tuple((fid, t) for (pp, fid), t in sorted(targets.items()) if pp == p),
+                bucket_groups=tuple(sorted(bucket_file_groups([s.file_id for s in with_base], p).items()))
+                if index == BUCKET_INDEX else ())
+        if index != NO_INDEX:
+            files = sum(len(slices.get(p, [])) for p in partitions)
+            self.index_stats = IndexStats(cfg.get(C.INDEX_TYPE), partitions=len(view.partitions),
+                                          files_in_partitions=files)
+        key_schema = key_read_schema(self.table, self.merge_spec()) if index == SIMPLE and self.is_mor else None
+        return PartitionWriteJob(
+            ctx=ctx, operation=operation, index=index, combine=self.combines(operation),
+            drop_existing=operation == "insert" and bool(cfg.get(C.INSERT_DROP_DUPLICATES)),
+            merge_on_read=self.is_mor,
+            avg_record_size=self.average_record_size() if index != BUCKET_INDEX else 1,
+            auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE), layouts=layouts,
+            bucket=bucket_spec(cfg, self.spec) if index == BUCKET_INDEX else None, merge_spec=self.merge_spec(),
+            visibility=view.visibility() if key_schema is not None else None,
+            key_schema_ipc=key_schema.serialize().to_pybytes() if key_schema is not None else b"")
+
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""
         index_type = self.cfg.get(C.INDEX_TYPE)
@@ -357,27 +461,31 @@ class Pipeline:
             out = out.unionByName(p)
         return out.drop(EXISTING_PP)
 
-    def plan(self, profile: dict[str, PartitionProfile]) -> Any:
-        cfg = self.cfg
-        view = self.table.file_system_view(partitions=sorted(profile))
-        bases = view.latest_base_files()
-        latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}
+    def small_files(self, view: FileSystemView, partitions: Iterable[str],
+                    pending: dict[tuple[str, str], str]) -> dict[str, list[SmallFile]]:
+        """Hudi's small-file candidates of ``partitions``, in the order they take inserts."""
+        limit = self.cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
+        wanted = set(partitions)
         small: dict[str, list[SmallFile]] = {}
-        limit = cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
-        pending = pending_file_groups(self.table.timeline) if self.is_mor else {}
-        if limit > 0 and self.table.timeline.completed_writes():
-            for s in view.latest_slices():
-                b = s.base_file
-                if b is None or b.size >= limit or profile.get(b.partition_path, PartitionProfile(0, {})).inserts <= 0:
-                    continue
-                if self.is_mor and (s.log_files or (b.partition_path, b.file_id) in pending):
-                    continue  # merge-on-read: only file groups without log files take inserts
-                small.setdefault(b.partition_path, []).append(
-                    SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
-            if self.is_mor:
-                cap = cfg.get(C.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT)
-                small = {p: sorted(files, key=lambda f: f.size)[:cap] for p, files in small.items()}
-        threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * limit
+        if limit <= 0 or not self.table.timeline.completed_writes():
+            return small
+        for s in view.latest_slices():
+            b = s.base_file
+            if b is None or b.size >= limit or b.partition_path not in wanted:
+                continue
+            if self.is_mor and (s.log_files or (b.partition_path, b.file_id) in pending):
+                continue  # merge-on-read: only file groups without log files take inserts
+            small.setdefault(b.partition_path, []).append(
+                SmallFile(b.partition_path, b.file_id, b.path, b.instant_time, b.size))
+        if self.is_mor:
+            cap = self.cfg.get(C.MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT)
+            small = {p: sorted(files, key=lambda f: f.size)[:cap] for p, files in small.items()}
+        return small
+
+    def average_record_size(self) -> int:
+        """Hudi's estimate from the newest commit that wrote enough bytes (else the configured one)."""
+        cfg = self.cfg
+        threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
         commits = []
         # newest first, stopping at the first big one; delta commits count by their base files only
         # (log blocks are uncompressed Avro: their bytes per record say nothing of parquet's)
@@ -389,7 +497,16 @@ class Pipeline:
         avg = average_record_size(commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
                                   threshold_bytes=threshold)
         self.phases["avg_record_size"] = avg
-        plan = assign_buckets(profile, latest, small, avg_record_size=avg,
+        return avg
+
+    def plan(self, profile: dict[str, PartitionProfile]) -> Any:
+        cfg = self.cfg
+        view = self.table.file_system_view(partitions=sorted(profile))
+        bases = view.latest_base_files()
+        latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}
+        pending = pending_file_groups(self.table.timeline) if self.is_mor else {}
+        small = self.small_files(view, [p for p, prof in profile.items() if prof.inserts > 0], pending)
+        plan = assign_buckets(profile, latest, small, avg_record_size=self.average_record_size(),
                               max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE),
                               auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE))
         if not self.is_mor:
@@ -482,6 +599,12 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
                              current.size if current else 0,
                              max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
     return out
+
+
+def by_partition(mapping: dict[str, int]) -> Column:
+    """The value ``mapping`` gives each row's partition path, as a map-literal lookup."""
+    literal = F.create_map(*[x for p, v in mapping.items() for x in (F.lit(p), F.lit(v))])
+    return F.element_at(literal, F.col(PARTITION_PATH))
 
 
 def by_partition_and(mapping: dict[tuple[str, Any], int], second: Column) -> Column:

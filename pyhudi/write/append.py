@@ -46,7 +46,7 @@ def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, targe
 
 
 def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
-                  rows: pa.Table, task: TaskInfo) -> dict | None:
+                  rows: pa.Table, task: TaskInfo, *, first_position: int = 0) -> dict | None:
     """Write ``rows`` (already combined) as log blocks of the bucket's file group."""
     started = time.monotonic()
     target = bucket.log
@@ -61,10 +61,11 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     name = posixpath.basename(rel)
     blocks = []
     if live.num_rows:
-        records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, 0)
+        records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, first_position)
         if ctx.log_block_format == "parquet":
             blocks.append(parquet_data_block(records, ctx.settings.avro_schema, ctx.instant_time,
-                                             compression=ctx.settings.codec))
+                                             compression=ctx.settings.codec,
+                                             dictionary=ctx.settings.dictionary))
         else:
             blocks.append(avro_data_block(records, ctx.settings.avro_schema, ctx.instant_time))
     if gone.num_rows:

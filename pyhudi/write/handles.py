@@ -77,12 +77,12 @@ def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_n
     populate = ctx.settings.populate_meta_fields
     data = align(rows, pa.schema([f for f in schema if f.name not in META_FIELDS]))
     meta = {
-        COMMIT_TIME: pa.array([ctx.instant_time] * n, pa.string()) if populate else pa.nulls(n, pa.string()),
+        COMMIT_TIME: pa.repeat(pa.scalar(ctx.instant_time, pa.string()), n) if populate else pa.nulls(n, pa.string()),
         COMMIT_SEQNO: _seqnos(ctx.instant_time, task.partition_id, first_position, n) if populate
         else pa.nulls(n, pa.string()),
         RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
         PARTITION_PATH: rows.column(PARTITION_PATH).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
-        FILE_NAME: pa.array([file_name] * n, pa.string()),
+        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
     }
     arrays = [meta[f.name] if f.name in meta else data.column(f.name) for f in schema]
     return pa.Table.from_arrays(arrays, schema=schema)
@@ -117,7 +117,7 @@ def _open(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str
 
 
 def create_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
-                  rows: pa.Table, task: TaskInfo) -> dict | None:
+                  rows: pa.Table, task: TaskInfo, *, first_position: int = 0) -> dict | None:
     started = time.monotonic()
     is_delete = rows.column(IS_DELETE)
     live = rows.filter(pc.invert(is_delete))
@@ -127,14 +127,14 @@ def create_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     fid = file_id(bucket.file_id_prefix, 0)
     name = base_file_name(fid, task.token, ctx.instant_time)
     writer = _open(storage, ctx, schema, bucket.partition_path, name, CREATE)
-    writer.write(to_storage_rows(live, schema, ctx, name, task, 0))
+    writer.write(to_storage_rows(live, schema, ctx, name, task, first_position))
     written = writer.close()
     return _stats_row(bucket.partition_path, fid, written, prev_commit="null", io_type=CREATE,
                       deletes=deletes, updates=0, inserts=live.num_rows, started=started)
 
 
 def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
-                 rows: pa.Table, task: TaskInfo) -> dict:
+                 rows: pa.Table, task: TaskInfo, *, first_position: int = 0) -> dict:
     """Rewrite a file group's base file with ``rows`` merged in (updates, deletes, inserts)."""
     started = time.monotonic()
     assert bucket.base_file is not None
@@ -168,11 +168,11 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     combined = pa.concat_tables([old, new_rows]).take(pa.array(order))
     from_incoming = pa.array(order >= n_old)
     if ctx.settings.populate_meta_fields:
-        fresh = _seqnos(ctx.instant_time, task.partition_id, 0, len(order))
+        fresh = _seqnos(ctx.instant_time, task.partition_id, first_position, len(order))
         seq = pc.if_else(from_incoming, fresh, combined.column(COMMIT_SEQNO))
         combined = combined.set_column(combined.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, seq)
     combined = combined.set_column(combined.schema.get_field_index(FILE_NAME), FILE_NAME,
-                                   pa.array([name] * len(order), pa.string()))
+                                   pa.repeat(pa.scalar(name, pa.string()), len(order)))
     writer = _open(storage, ctx, schema, bucket.partition_path, name, MERGE)
     writer.write(combined)
     written = writer.close()

@@ -1,0 +1,270 @@
+"""Partition-local writes: index lookup, bucket assignment and file writing of one table partition
+in one Spark task (executor side, no Spark import).
+
+Hudi's upsert runs as a chain of Spark stages: tag the records by joining them with the stored
+keys, count the tagged records (the workload profile), assign buckets, shuffle the records to their
+buckets, write. On a daily upsert that touches a handful of partitions most of that time is Spark
+moving rows between stages, not work. Every step of that chain but the first shuffle is local to
+a table partition: a non-global index only matches keys within the partition, and Hudi's
+``UpsertPartitioner`` sizes small files and new file groups partition by partition. So once the
+incoming records are shuffled by partition path, one task can do the whole chain for its
+partitions with pyarrow, in memory:
+
+1. combine duplicate keys (preCombine),
+2. tag: the partition's stored keys (record-key column of each latest base file, or the merged
+   keys of a merge-on-read slice with log files; the BUCKET index hashes keys instead),
+3. profile and assign buckets exactly as the distributed path does (:func:`assign_buckets`,
+   :func:`plan_bucket_index`), inserts split into key ranges so new files have tight key ranges,
+4. run the create / merge / append handles, one after the other.
+
+The driver chooses this path only when no single partition receives more records than one task
+handles comfortably (:data:`MAX_ROWS_PER_TASK`); otherwise the distributed path spreads a
+partition's file groups over many tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pyhudi.errors import HudiCommitError
+from pyhudi.index.bucket import bucket_file_id_prefix, bucket_ids
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
+from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.storage import Storage
+from pyhudi.write.columns import IS_DELETE
+from pyhudi.write.handles import (
+    TaskInfo,
+    combine,
+    create_handle,
+    current_task,
+    merge_handle,
+    stats_batch,
+    storage_schema_of,
+)
+from pyhudi.write.plan import (
+    APPEND,
+    UPDATE,
+    BucketPlan,
+    HashBucketCount,
+    LogTarget,
+    PartitionProfile,
+    SmallFile,
+    WriteBucket,
+    WriteContext,
+    assign_buckets,
+    plan_bucket_index,
+    to_append_buckets,
+)
+
+#: Incoming records of one table partition above which the driver spreads the partition's file
+#: groups over several tasks instead (the distributed path).
+MAX_ROWS_PER_TASK = 2_000_000
+
+SIMPLE = "SIMPLE"
+BUCKET_INDEX = "BUCKET"
+NO_INDEX = "NONE"  # insert without de-duplication against the table: every record is new
+
+
+@dataclass(frozen=True)
+class PartitionLayout:
+    """What the driver knows of one table partition's latest file slices, for its writing task."""
+
+    partition_path: str
+    #: (file id, base file path, base instant) of every latest slice with a base file
+    base_files: tuple[tuple[str, str, str], ...] = ()
+    #: SIMPLE index: every latest slice, read for its record keys (merged when it has log files)
+    key_sources: tuple[SliceToRead, ...] = ()
+    #: small-file candidates in Hudi's order (they take inserts before new file groups are made)
+    small_files: tuple[SmallFile, ...] = ()
+    #: merge-on-read: where each file group's log blocks go
+    log_targets: tuple[tuple[str, LogTarget], ...] = ()
+    #: BUCKET index: hash bucket -> file id of the partition's bucket file groups
+    bucket_groups: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    num_buckets: int
+    hash_fields: tuple[str, ...]
+    record_key_fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PartitionWriteJob:
+    """Everything the tasks of a partition-local write need; picklable and immutable."""
+
+    ctx: WriteContext
+    operation: str  # upsert | insert | delete
+    index: str  # SIMPLE | BUCKET | NONE
+    combine: bool  # combine duplicate keys first (hoodie.combine.before.*)
+    drop_existing: bool  # insert with hoodie.datasource.write.insert.drop.duplicates
+    merge_on_read: bool
+    avg_record_size: int
+    auto_split: bool
+    split_size: int
+    layouts: Mapping[str, PartitionLayout] = field(default_factory=dict)
+    bucket: BucketSpec | None = None
+    merge_spec: MergeSpec = MergeSpec(None)
+    visibility: Visibility | None = None
+    key_schema_ipc: bytes = b""  # columns read to merge a slice's keys (key, ordering, delete flag)
+
+
+def stored_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob) -> tuple[pa.Array, pa.Array]:
+    """(record key, file id) of every record alive in the partition's latest slices."""
+    keys: list[pa.Array] = []
+    sources: list[np.ndarray] = []
+    file_ids: list[str] = []
+    key_schema = pa.ipc.read_schema(pa.py_buffer(job.key_schema_ipc)) if job.key_schema_ipc else None
+    for piece in layout.key_sources:
+        if piece.log_files and key_schema is not None and job.visibility is not None:
+            merged, _counts, _scan = read_slice(storage, piece, key_schema, job.merge_spec, job.visibility)
+            column = merged.column(RECORD_KEY)
+        elif piece.base_file:
+            with storage.fs.open_input_file(storage.full(piece.base_file)) as f:
+                column = pq.read_table(f, columns=[RECORD_KEY]).column(RECORD_KEY)
+        else:
+            continue
+        flat = column.combine_chunks().cast(pa.string())
+        keys.append(flat)
+        sources.append(np.full(len(flat), len(file_ids), dtype=np.int32))
+        file_ids.append(piece.file_id)
+    if not keys:
+        return pa.array([], pa.string()), pa.array([], pa.string())
+    return pa.concat_arrays(keys), pa.array(file_ids, pa.string()).take(pa.array(np.concatenate(sources)))
+
+
+def tag(rows: pa.Table, stored: tuple[pa.Array, pa.Array]) -> pa.Array:
+    """The file id holding each incoming record's key (null for a new key)."""
+    keys, fids = stored
+    if not len(keys):
+        return pa.nulls(rows.num_rows, pa.string())
+    where = pc.index_in(rows.column(RECORD_KEY).combine_chunks().cast(pa.string()), value_set=keys)
+    return pc.take(fids, where)
+
+
+def _routes_by_key_range(insert_keys: pa.Array, weights: list[tuple[float, int]]) -> np.ndarray:
+    """Write bucket of each insert: inserts sorted by key and cut into consecutive ranges whose
+    sizes follow the plan's cumulative weights (new files get narrow key ranges)."""
+    n = len(insert_keys)
+    order = pc.sort_indices(insert_keys).to_numpy()
+    out = np.empty(n, dtype=np.int64)
+    start = 0
+    for i, (cumulative, bucket) in enumerate(weights):
+        end = n if i == len(weights) - 1 else min(n, int(round(cumulative * n)))
+        out[order[start:end]] = bucket
+        start = end
+    return out
+
+
+def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJob,
+                   storage: Storage) -> tuple[BucketPlan, pa.Table, np.ndarray]:
+    """The partition's write buckets, the rows to write, and each row's write bucket."""
+    p = layout.partition_path
+    latest = {(p, fid): (path, instant) for fid, path, instant in layout.base_files}
+    targets = {(p, fid): target for fid, target in layout.log_targets}
+    if job.index == BUCKET_INDEX:
+        assert job.bucket is not None
+        spec = job.bucket
+        hashed = bucket_ids(rows.column(RECORD_KEY), hash_fields=spec.hash_fields,
+                            record_key_fields=spec.record_key_fields, num_buckets=spec.num_buckets)
+        deletes = rows.column(IS_DELETE).to_numpy(zero_copy_only=False).astype(bool)
+        present, counts = np.unique(hashed, return_counts=True)
+        deleted = np.bincount(hashed[deletes], minlength=spec.num_buckets) if deletes.any() \
+            else np.zeros(spec.num_buckets, dtype=np.int64)
+        plan, _profile, by_hash = plan_bucket_index(
+            [HashBucketCount(p, int(b), int(n), int(deleted[b])) for b, n in zip(present, counts)],
+            latest, {p: dict(layout.bucket_groups)}, bucket_file_id_prefix)
+        if job.merge_on_read:
+            plan = to_append_buckets(plan, targets, set())
+        lookup = np.full(spec.num_buckets, -1, dtype=np.int64)
+        for (_, hash_bucket), write_bucket in by_hash.items():
+            lookup[hash_bucket] = write_bucket
+        return plan, rows, lookup[hashed]
+
+    if job.index == SIMPLE:
+        fids = tag(rows, stored_keys(storage, layout, job))
+    else:
+        fids = pa.nulls(rows.num_rows, pa.string())
+    known = fids.is_valid()
+    is_delete = rows.column(IS_DELETE).combine_chunks()
+    keep = pc.invert(pc.and_(is_delete, pc.invert(known)))  # deleting an unknown key does nothing
+    if job.operation == "delete":
+        keep = pc.and_(keep, known)
+    if job.drop_existing:
+        keep = pc.and_(keep, pc.invert(known))
+    rows, fids = rows.filter(keep), fids.filter(keep)
+    updates: dict[str, int] = {}
+    if len(fids):
+        counted = pc.value_counts(fids.drop_null())
+        updates = dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+    inserts = fids.null_count
+    small = list(layout.small_files) if inserts else []  # as the distributed plan: only where inserts go
+    plan = assign_buckets({p: PartitionProfile(inserts, updates)}, latest, {p: small},
+                          avg_record_size=job.avg_record_size, max_file_size=job.ctx.max_file_size,
+                          auto_split=job.auto_split, split_size=job.split_size)
+    if job.merge_on_read:
+        plan = to_append_buckets(plan, targets, {(p, f.file_id) for f in small})
+    route = np.full(rows.num_rows, -1, dtype=np.int64)
+    known_np = fids.is_valid().to_numpy(zero_copy_only=False)
+    if updates:
+        codes = pc.index_in(fids, value_set=pa.array(list(updates), pa.string())).to_numpy(zero_copy_only=False)
+        by_code = np.array([plan.update_bucket[(p, fid)] for fid in updates], dtype=np.int64)
+        route[known_np] = by_code[codes[known_np].astype(np.int64)]
+    if inserts:
+        insert_at = np.flatnonzero(~known_np)
+        _total, weights = plan.insert_weights[p]
+        route[insert_at] = _routes_by_key_range(rows.column(RECORD_KEY).take(pa.array(insert_at)).combine_chunks(),
+                                                weights)
+    return plan, rows, route
+
+
+def _run_bucket(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket, rows: pa.Table,
+                task: TaskInfo, first_position: int) -> dict | None:
+    if bucket.kind == APPEND:
+        from pyhudi.write.append import append_handle  # it builds on the handles module
+
+        return append_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
+    if bucket.kind == UPDATE:
+        return merge_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
+    return create_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
+
+
+def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: every table partition present in this task, tagged, sized and written."""
+    items = [b for b in batches if b.num_rows]
+    if not items:
+        return
+    table = pa.Table.from_batches(items)
+    storage = Storage(job.ctx.base_uri)
+    schema = storage_schema_of(job.ctx)
+    task = current_task()
+    position = 0  # sequence numbers stay unique across the files this task writes
+    encoded = table.column(PARTITION_PATH).combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, partition in enumerate(encoded.dictionary.to_pylist()):
+        rows = table.filter(pa.array(codes == code))
+        if job.combine:
+            rows = combine(rows, job.ctx.precombine_field)
+        layout = job.layouts.get(partition)
+        if layout is None:
+            raise HudiCommitError(
+                f"partition {partition!r} appeared in the incoming records after the write was planned: the "
+                "input DataFrame gave different rows when computed again. Persist or checkpoint a "
+                "non-deterministic input before writing it")
+        plan, rows, route = plan_partition(rows, layout, job, storage)
+        order = np.argsort(route, kind="stable")
+        sorted_route = route[order]
+        for chunk in np.split(order, np.flatnonzero(np.diff(sorted_route)) + 1):
+            if not len(chunk) or route[chunk[0]] < 0:
+                continue
+            bucket = plan.buckets[int(route[chunk[0]])]
+            stats = _run_bucket(storage, job.ctx, schema, bucket, rows.take(pa.array(chunk)), task, position)
+            if stats is not None:
+                position += int(stats["num_writes"])
+                yield stats_batch(stats)
