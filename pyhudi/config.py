@@ -367,10 +367,10 @@ LOGFILE_MAX_SIZE = option(
     "A log file is appended to until it reaches this size; then a new log version starts.", parse_positive_int)
 PARTITION_LOCAL_WRITE = option(
     "pyhudi.write.partition.local", True,
-    "pyhudi only: upserts, inserts and deletes with a SIMPLE or BUCKET index tag, size and write each "
-    "table partition in one Spark task (two Spark jobs in all) unless a partition receives more than "
-    "2,000,000 records; false always takes Hudi's distributed chain of tagging, profiling and "
-    "bucketing stages.", parse_bool)
+    "pyhudi only: upserts, inserts and deletes with a SIMPLE, BLOOM or BUCKET index (and bulk "
+    "inserts with BUCKET) tag, size and write each table partition in one Spark task, two Spark jobs "
+    "in all, unless a partition receives more than 2,000,000 records; false always takes Hudi's "
+    "distributed chain of tagging, profiling and bucketing stages.", parse_bool)
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = option(
     "hoodie.merge.small.file.group.candidates.limit", 1,
     "Merge-on-read: how many small file groups (without log files) per partition may take inserts.",

@@ -110,8 +110,9 @@ def check(spark, path: str, model: dict, global_index: bool, update_partition: b
 
 
 #: ":distributed" runs the index with pyhudi.write.partition.local=false: Hudi's chain of Spark
-#: stages, which pyhudi takes for SIMPLE and BUCKET only when a partition gets very many records
-INDEXES = ["SIMPLE", "SIMPLE:distributed", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "BUCKET:distributed"]
+#: stages, which pyhudi takes for SIMPLE, BLOOM and BUCKET only when a partition gets very many records
+INDEXES = ["SIMPLE", "SIMPLE:distributed", "GLOBAL_SIMPLE", "BLOOM", "BLOOM:distributed", "GLOBAL_BLOOM", "BUCKET",
+           "BUCKET:distributed"]
 
 
 def index_options(param: str) -> tuple[str, dict[str, str]]:

@@ -186,17 +186,62 @@ def check_file(storage: Storage, rel_path: str, keys: pa.Array) -> tuple[pa.Arra
     The bloom filter rules most keys out; the survivors are compared with the file's record-key
     column (read once), which removes the filter's false positives.
     """
-    bloom = load_bloom_filter(storage, rel_path)
-    if bloom is not None:
+    checked = lookup_file(storage, rel_path, keys, key_range=None, prune_by_ranges=False)
+    return checked.present, checked.positives
+
+
+def _in_range(keys: pa.Array, low: str | None, high: str | None) -> pa.Array:
+    mask = None
+    if low is not None:
+        mask = pc.greater_equal(keys, pa.scalar(low, pa.string()))
+    if high is not None:
+        upper = pc.less_equal(keys, pa.scalar(high, pa.string()))
+        mask = upper if mask is None else pc.and_(mask, upper)
+    return keys if mask is None else keys.filter(mask)
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """What the bloom index did with one base file: keys in its range, bloom positives, matches."""
+
+    present: pa.Array
+    candidates: int
+    positives: int
+
+
+def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: tuple[str | None, str | None] | None,
+                prune_by_ranges: bool) -> FileCheck:
+    """All four steps of the bloom index for one base file and distinct incoming ``keys``.
+
+    A file whose remembered ``key_range`` holds none of the keys is ruled out without being
+    opened; otherwise its footer is read once for both the range and the bloom filter.
+    """
+    empty = pa.array([], pa.string())
+    if prune_by_ranges and key_range is not None:
+        keys = _in_range(keys, *key_range)
+        if not len(keys):
+            return FileCheck(empty, 0, 0)
+    with storage.fs.open_input_file(storage.full(rel_path)) as f:
+        meta = pq.read_metadata(f).metadata or {}
+    if prune_by_ranges and key_range is None:
+        low, high = meta.get(MIN_KEY.encode()), meta.get(MAX_KEY.encode())
+        keys = _in_range(keys, low.decode() if low is not None else None, high.decode() if high is not None else None)
+        if not len(keys):
+            return FileCheck(empty, 0, 0)
+    raw = meta.get(BLOOM_FILTER_KEY.encode())
+    maybe = keys
+    if raw is not None:
+        code = meta.get(BLOOM_FILTER_TYPE_KEY.encode())
+        try:
+            bloom = BloomFilter.deserialize(raw, code.decode() if code else None)
+        except HudiCorruptFileError as exc:
+            raise HudiCorruptFileError(f"{rel_path}: {exc}") from None
         maybe = keys.filter(pa.array(bloom.might_contain(keys)))
-    else:
-        maybe = keys
     if not len(maybe):
-        return maybe, 0
+        return FileCheck(empty, len(keys), 0)
     with storage.fs.open_input_file(storage.full(rel_path)) as f:
         stored = pq.read_table(f, columns=[RECORD_KEY]).column(RECORD_KEY)
-    present = maybe.filter(pc.is_in(maybe, value_set=stored))
-    return present, len(maybe)
+    return FileCheck(maybe.filter(pc.is_in(maybe, value_set=stored)), len(keys), len(maybe))
 
 
 def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str) -> Iterator[pa.RecordBatch]:

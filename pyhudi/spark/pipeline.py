@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.index import INDEX_STATS_KEY
+from pyhudi.index import bloom_index as B
 from pyhudi.index.bloom_index import remember_ranges
 from pyhudi.index.bucket import bucket_file_groups, bucket_file_id_prefix
 from pyhudi.io.avro_schema import (
@@ -54,11 +55,12 @@ from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import commit_action_for
-from pyhudi.write.columns import BUCKET, FILE_ID, IS_DELETE, SHUFFLE_KEY, STATS_DDL
+from pyhudi.write.columns import BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import bulk_insert_writer, write_buckets
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.partition_writer import (
+    BLOOM,
     BUCKET_INDEX,
     MAX_ROWS_PER_TASK,
     NO_INDEX,
@@ -340,15 +342,17 @@ class Pipeline:
     # -- partition-local writes -----------------------------------------------------------------
     def local_index(self, operation: str) -> str | None:
         """How a partition-local write finds stored records for ``operation``; None when it cannot
-        (global indexes match keys across partitions; BLOOM runs its per-file checks distributed)."""
+        (global indexes match keys across partitions)."""
         index_type = self.cfg.get(C.INDEX_TYPE)
-        if self.is_global or operation == "bulk_insert" or not self.cfg.get(C.PARTITION_LOCAL_WRITE):
+        if self.is_global or not self.cfg.get(C.PARTITION_LOCAL_WRITE):
             return None
-        if index_type == "BUCKET":
+        if index_type == "BUCKET":  # bulk_insert too: records still go to their hash bucket's file group
             return BUCKET_INDEX
+        if operation == "bulk_insert":
+            return None
         if operation == "insert" and not self.cfg.get(C.INSERT_DROP_DUPLICATES):
             return NO_INDEX
-        return SIMPLE if index_type == "SIMPLE" else None
+        return {"SIMPLE": SIMPLE, "BLOOM": BLOOM}.get(index_type)
 
     def local_write(self, data: DataFrame, operation: str, ctx: WriteContext, index: str) -> list[dict] | None:
         """Write with one Spark task per table partition (:mod:`pyhudi.write.partition_writer`).
@@ -379,10 +383,18 @@ class Pipeline:
             routed = route(keyed, by_partition(task_of), len(partitions))
         else:
             routed = keyed.repartition(2 * parallelism, PARTITION_PATH)
-        stats = routed.mapInArrow(lambda it: write_partitions(it, job), STATS_DDL).collect()
-        self.phases["tasks"] = min(len(partitions), routed.rdd.getNumPartitions())
+        out = [r.asDict() for r in routed.mapInArrow(lambda it: write_partitions(it, job), STATS_DDL).collect()]
         self._phase("write", started)
-        return [r.asDict() for r in stats]
+        lookups = [r for r in out if r["io_type"] == INDEX_ROW]
+        if lookups and self.index_stats is not None:
+            s = self.index_stats
+            s.files_after_range_pruning = sum(r["index_files_in_range"] for r in lookups)
+            s.files_after_bloom = sum(r["index_files_positive"] for r in lookups)
+            s.keys_checked = sum(r["index_keys_checked"] for r in lookups)
+            s.bloom_positives = sum(r["index_bloom_positives"] for r in lookups)
+            s.keys_matched = sum(r["index_matches"] for r in lookups)
+            s.false_positives = s.bloom_positives - s.keys_matched
+        return [r for r in out if r["io_type"] != INDEX_ROW]
 
     @staticmethod
     def _spark_parallelism(data: DataFrame) -> int:
@@ -400,13 +412,17 @@ class Pipeline:
         for piece in view.latest_slices():
             slices.setdefault(piece.partition_path, []).append(piece)
         layouts = {}
+        base_uri = self.table.storage.base_uri
         for p in partitions:
             mine = slices.get(p, [])
             with_base = [s for s in mine if s.base_file is not None]
             layouts[p] = PartitionLayout(
                 p, tuple((s.file_id, s.base_file.path, s.base_file.instant_time) for s in with_base
                          if s.base_file is not None),
-                key_sources=tuple(s.to_read() for s in mine) if index == SIMPLE else (),
+                key_sources=tuple(s.to_read() for s in mine) if index in (SIMPLE, BLOOM) else (),
+                key_ranges=tuple((s.file_id, *known) for s in with_base if s.base_file is not None
+                                 and (known := B.known_range(base_uri, s.base_file.path)) is not None)
+                if index == BLOOM else (),
                 small_files=tuple(small.get(p, [])),
                 log_targets=tuple((fid, t) for (pp, fid), t in sorted(targets.items()) if pp == p),
                 bucket_groups=tuple(sorted(bucket_file_groups([s.file_id for s in with_base], p).items()))
@@ -415,7 +431,8 @@ class Pipeline:
             files = sum(len(slices.get(p, [])) for p in partitions)
             self.index_stats = IndexStats(cfg.get(C.INDEX_TYPE), partitions=len(view.partitions),
                                           files_in_partitions=files)
-        key_schema = key_read_schema(self.table, self.merge_spec()) if index == SIMPLE and self.is_mor else None
+        key_schema = key_read_schema(self.table, self.merge_spec()) \
+            if index in (SIMPLE, BLOOM) and self.is_mor else None
         return PartitionWriteJob(
             ctx=ctx, operation=operation, index=index, combine=self.combines(operation),
             drop_existing=operation == "insert" and bool(cfg.get(C.INSERT_DROP_DUPLICATES)),
@@ -424,7 +441,8 @@ class Pipeline:
             auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE), layouts=layouts,
             bucket=bucket_spec(cfg, self.spec) if index == BUCKET_INDEX else None, merge_spec=self.merge_spec(),
             visibility=view.visibility() if key_schema is not None else None,
-            key_schema_ipc=key_schema.serialize().to_pybytes() if key_schema is not None else b"")
+            key_schema_ipc=key_schema.serialize().to_pybytes() if key_schema is not None else b"",
+            prune_by_ranges=cfg.get(C.BLOOM_PRUNE_BY_RANGES))
 
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""

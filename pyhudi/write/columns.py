@@ -39,5 +39,13 @@ STATS_SCHEMA = pa.schema([
     ("updated_compacted", pa.int64()),
     ("rollback_blocks", pa.int64()),
     ("corrupt_blocks", pa.int64()),
+    # partition-local BLOOM lookups: one row (io_type INDEX_ROW) per table partition
+    ("index_files_in_range", pa.int64()),
+    ("index_files_positive", pa.int64()),
+    ("index_keys_checked", pa.int64()),
+    ("index_bloom_positives", pa.int64()),
+    ("index_matches", pa.int64()),
 ])
+#: io_type of a stats row that reports an index lookup instead of a written file
+INDEX_ROW = "INDEX"
 STATS_DDL = ", ".join(f"{f.name} {'string' if f.type == pa.string() else 'long'}" for f in STATS_SCHEMA)

@@ -33,11 +33,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.errors import HudiCommitError
+from pyhudi.index.bloom_index import lookup_file
 from pyhudi.index.bucket import bucket_file_id_prefix, bucket_ids
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
-from pyhudi.write.columns import IS_DELETE
+from pyhudi.write.columns import INDEX_ROW, IS_DELETE
 from pyhudi.write.handles import (
     TaskInfo,
     combine,
@@ -67,6 +68,7 @@ from pyhudi.write.plan import (
 MAX_ROWS_PER_TASK = 2_000_000
 
 SIMPLE = "SIMPLE"
+BLOOM = "BLOOM"
 BUCKET_INDEX = "BUCKET"
 NO_INDEX = "NONE"  # insert without de-duplication against the table: every record is new
 
@@ -78,8 +80,10 @@ class PartitionLayout:
     partition_path: str
     #: (file id, base file path, base instant) of every latest slice with a base file
     base_files: tuple[tuple[str, str, str], ...] = ()
-    #: SIMPLE index: every latest slice, read for its record keys (merged when it has log files)
+    #: SIMPLE and BLOOM: every latest slice, read for its record keys (merged when it has log files)
     key_sources: tuple[SliceToRead, ...] = ()
+    #: BLOOM: (file id, min key, max key) of base files whose footer range the driver remembers
+    key_ranges: tuple[tuple[str, str | None, str | None], ...] = ()
     #: small-file candidates in Hudi's order (they take inserts before new file groups are made)
     small_files: tuple[SmallFile, ...] = ()
     #: merge-on-read: where each file group's log blocks go
@@ -101,7 +105,7 @@ class PartitionWriteJob:
 
     ctx: WriteContext
     operation: str  # upsert | insert | delete
-    index: str  # SIMPLE | BUCKET | NONE
+    index: str  # SIMPLE | BLOOM | BUCKET | NONE
     combine: bool  # combine duplicate keys first (hoodie.combine.before.*)
     drop_existing: bool  # insert with hoodie.datasource.write.insert.drop.duplicates
     merge_on_read: bool
@@ -113,15 +117,17 @@ class PartitionWriteJob:
     merge_spec: MergeSpec = MergeSpec(None)
     visibility: Visibility | None = None
     key_schema_ipc: bytes = b""  # columns read to merge a slice's keys (key, ordering, delete flag)
+    prune_by_ranges: bool = True  # hoodie.bloom.index.prune.by.ranges
 
 
-def stored_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob) -> tuple[pa.Array, pa.Array]:
-    """(record key, file id) of every record alive in the partition's latest slices."""
+def stored_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob,
+                pieces: Iterable[SliceToRead] | None = None) -> tuple[pa.Array, pa.Array]:
+    """(record key, file id) of every record alive in the partition's latest slices (or ``pieces``)."""
     keys: list[pa.Array] = []
     sources: list[np.ndarray] = []
     file_ids: list[str] = []
     key_schema = pa.ipc.read_schema(pa.py_buffer(job.key_schema_ipc)) if job.key_schema_ipc else None
-    for piece in layout.key_sources:
+    for piece in layout.key_sources if pieces is None else pieces:
         if piece.log_files and key_schema is not None and job.visibility is not None:
             merged, _counts, _scan = read_slice(storage, piece, key_schema, job.merge_spec, job.visibility)
             column = merged.column(RECORD_KEY)
@@ -137,6 +143,49 @@ def stored_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJo
     if not keys:
         return pa.array([], pa.string()), pa.array([], pa.string())
     return pa.concat_arrays(keys), pa.array(file_ids, pa.string()).take(pa.array(np.concatenate(sources)))
+
+
+def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob,
+               rows: pa.Table) -> tuple[tuple[pa.Array, pa.Array], dict]:
+    """The BLOOM index in one task: (record key, file id) of the stored records that incoming keys
+    match, found file by file with range pruning, the bloom filter and an exact check; and the
+    lookup's statistics (an :data:`INDEX_ROW` stats row).
+
+    Slices with log files are matched by their merged keys, as the distributed lookup does (a
+    log block may have deleted a key the base file's filter still holds).
+    """
+    incoming = pc.unique(rows.column(RECORD_KEY).combine_chunks().cast(pa.string()))
+    ranges = {fid: (low, high) for fid, low, high in layout.key_ranges}
+    found_keys: list[pa.Array] = []
+    found_fids: list[pa.Array] = []
+    in_range = positive = checked = positives = 0
+    logged = []
+    for piece in layout.key_sources:
+        if piece.log_files:
+            logged.append(piece)
+            continue
+        if not piece.base_file:
+            continue
+        result = lookup_file(storage, piece.base_file, incoming, key_range=ranges.get(piece.file_id),
+                             prune_by_ranges=job.prune_by_ranges)
+        in_range += result.candidates > 0
+        positive += result.positives > 0
+        checked += result.candidates
+        positives += result.positives
+        if len(result.present):
+            found_keys.append(result.present)
+            found_fids.append(pa.repeat(pa.scalar(piece.file_id, pa.string()), len(result.present)))
+    matches = sum(len(k) for k in found_keys)
+    if logged:
+        keys, fids = stored_keys(storage, layout, job, logged)
+        found_keys.append(keys)
+        found_fids.append(fids)
+    stats = {"partition_path": layout.partition_path, "io_type": INDEX_ROW, "index_files_in_range": in_range,
+             "index_files_positive": positive, "index_keys_checked": checked, "index_bloom_positives": positives,
+             "index_matches": matches}
+    if not found_keys:
+        return (pa.array([], pa.string()), pa.array([], pa.string())), stats
+    return (pa.concat_arrays(found_keys), pa.concat_arrays(found_fids)), stats
 
 
 def tag(rows: pa.Table, stored: tuple[pa.Array, pa.Array]) -> pa.Array:
@@ -163,8 +212,9 @@ def _routes_by_key_range(insert_keys: pa.Array, weights: list[tuple[float, int]]
 
 
 def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJob,
-                   storage: Storage) -> tuple[BucketPlan, pa.Table, np.ndarray]:
-    """The partition's write buckets, the rows to write, and each row's write bucket."""
+                   storage: Storage) -> tuple[BucketPlan, pa.Table, np.ndarray, dict | None]:
+    """The partition's write buckets, the rows to write, each row's write bucket, and the stats
+    row of a BLOOM lookup."""
     p = layout.partition_path
     latest = {(p, fid): (path, instant) for fid, path, instant in layout.base_files}
     targets = {(p, fid): target for fid, target in layout.log_targets}
@@ -185,10 +235,14 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
         lookup = np.full(spec.num_buckets, -1, dtype=np.int64)
         for (_, hash_bucket), write_bucket in by_hash.items():
             lookup[hash_bucket] = write_bucket
-        return plan, rows, lookup[hashed]
+        return plan, rows, lookup[hashed], None
 
+    index_stats = None
     if job.index == SIMPLE:
         fids = tag(rows, stored_keys(storage, layout, job))
+    elif job.index == BLOOM:
+        stored, index_stats = bloom_keys(storage, layout, job, rows)
+        fids = tag(rows, stored)
     else:
         fids = pa.nulls(rows.num_rows, pa.string())
     known = fids.is_valid()
@@ -221,7 +275,7 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
         _total, weights = plan.insert_weights[p]
         route[insert_at] = _routes_by_key_range(rows.column(RECORD_KEY).take(pa.array(insert_at)).combine_chunks(),
                                                 weights)
-    return plan, rows, route
+    return plan, rows, route, index_stats
 
 
 def _run_bucket(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket, rows: pa.Table,
@@ -257,7 +311,9 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
                 f"partition {partition!r} appeared in the incoming records after the write was planned: the "
                 "input DataFrame gave different rows when computed again. Persist or checkpoint a "
                 "non-deterministic input before writing it")
-        plan, rows, route = plan_partition(rows, layout, job, storage)
+        plan, rows, route, index_stats = plan_partition(rows, layout, job, storage)
+        if index_stats is not None:
+            yield stats_batch(index_stats)
         order = np.argsort(route, kind="stable")
         sorted_route = route[order]
         for chunk in np.split(order, np.flatnonzero(np.diff(sorted_route)) + 1):
