@@ -8,6 +8,7 @@ three Spark jobs: affected partitions, the workload profile of the tagged record
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import json
 import time
 from collections.abc import Iterable
@@ -377,12 +378,8 @@ class Pipeline:
         if not partitions:
             return []
         started = self._phase("plan", started)
-        parallelism = self._spark_parallelism(data)
-        if len(partitions) <= 4 * parallelism:  # one task per partition, none sharing a task
-            task_of = {p: i for i, p in enumerate(partitions)}
-            routed = route(keyed, by_partition(task_of), len(partitions))
-        else:
-            routed = keyed.repartition(2 * parallelism, PARTITION_PATH)
+        task_of = tasks_for_partitions(counts, self._spark_parallelism(data))
+        routed = route(keyed, by_partition(task_of), max(task_of.values()) + 1)
         out = [r.asDict() for r in routed.mapInArrow(lambda it: write_partitions(it, job), STATS_DDL).collect()]
         self._phase("write", started)
         lookups = [r for r in out if r["io_type"] == INDEX_ROW]
@@ -616,6 +613,23 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
         out[key] = LogTarget(base_instant, base_name, current.path if current else None,
                              current.size if current else 0,
                              max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
+    return out
+
+
+def tasks_for_partitions(counts: dict[str, int], parallelism: int) -> dict[str, int]:
+    """Task of each table partition: one each while there are few partitions, else partitions
+    packed largest first into the least loaded of enough tasks to keep each under
+    :data:`MAX_ROWS_PER_TASK` records (a task holds its records in memory)."""
+    if len(counts) <= 4 * parallelism:
+        return {p: i for i, p in enumerate(sorted(counts))}
+    tasks = max(2 * parallelism, -(-sum(counts.values()) // MAX_ROWS_PER_TASK))
+    load = [(0, t) for t in range(tasks)]
+    heapq.heapify(load)
+    out = {}
+    for p in sorted(counts, key=lambda p: (-counts[p], p)):
+        rows, t = heapq.heappop(load)
+        out[p] = t
+        heapq.heappush(load, (rows + counts[p], t))
     return out
 
 

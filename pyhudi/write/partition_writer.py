@@ -146,7 +146,7 @@ def stored_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJo
 
 
 def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob,
-               rows: pa.Table) -> tuple[tuple[pa.Array, pa.Array], dict]:
+               rows: pa.Table) -> tuple[tuple[pa.Array, pa.Array], dict | None]:
     """The BLOOM index in one task: (record key, file id) of the stored records that incoming keys
     match, found file by file with range pruning, the bloom filter and an exact check; and the
     lookup's statistics (an :data:`INDEX_ROW` stats row).
@@ -180,32 +180,45 @@ def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob
         keys, fids = stored_keys(storage, layout, job, logged)
         found_keys.append(keys)
         found_fids.append(fids)
-    stats = {"partition_path": layout.partition_path, "io_type": INDEX_ROW, "index_files_in_range": in_range,
-             "index_files_positive": positive, "index_keys_checked": checked, "index_bloom_positives": positives,
-             "index_matches": matches}
+    stats = None if not layout.key_sources else {
+        "partition_path": layout.partition_path, "io_type": INDEX_ROW, "index_files_in_range": in_range,
+        "index_files_positive": positive, "index_keys_checked": checked, "index_bloom_positives": positives,
+        "index_matches": matches}
     if not found_keys:
         return (pa.array([], pa.string()), pa.array([], pa.string())), stats
     return (pa.concat_arrays(found_keys), pa.concat_arrays(found_fids)), stats
 
 
-def tag(rows: pa.Table, stored: tuple[pa.Array, pa.Array]) -> pa.Array:
-    """The file id holding each incoming record's key (null for a new key)."""
+def tag(rows: pa.Table, stored: tuple[pa.Array, pa.Array]) -> tuple[pa.Table, pa.Array]:
+    """Each incoming record with the file id holding its key (null for a new key).
+
+    A key stored in several file groups (inserts without de-duplication can put it there) gives
+    one row per file group, as the distributed path's join does, so every copy is updated.
+    """
     keys, fids = stored
     if not len(keys):
-        return pa.nulls(rows.num_rows, pa.string())
-    where = pc.index_in(rows.column(RECORD_KEY).combine_chunks().cast(pa.string()), value_set=keys)
-    return pc.take(fids, where)
+        return rows, pa.nulls(rows.num_rows, pa.string())
+    incoming = rows.column(RECORD_KEY).combine_chunks().cast(pa.string())
+    if pc.count_distinct(keys).as_py() == len(keys):
+        return rows, pc.take(fids, pc.index_in(incoming, value_set=keys))
+    left = pa.table({"k": incoming, "i": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+    joined = left.join(pa.table({"k": keys, "f": fids}), "k", join_type="left outer")
+    return rows.take(joined.column("i")), joined.column("f").combine_chunks()
 
 
 def _routes_by_key_range(insert_keys: pa.Array, weights: list[tuple[float, int]]) -> np.ndarray:
     """Write bucket of each insert: inserts sorted by key and cut into consecutive ranges whose
-    sizes follow the plan's cumulative weights (new files get narrow key ranges)."""
+    sizes follow the plan's cumulative weights (new files get narrow key ranges). A cut never
+    separates records of one key (without de-duplication a batch may hold several)."""
     n = len(insert_keys)
     order = pc.sort_indices(insert_keys).to_numpy()
+    ordered = insert_keys.take(pa.array(order))
     out = np.empty(n, dtype=np.int64)
     start = 0
     for i, (cumulative, bucket) in enumerate(weights):
-        end = n if i == len(weights) - 1 else min(n, int(round(cumulative * n)))
+        end = n if i == len(weights) - 1 else max(start, min(n, int(round(cumulative * n))))
+        while 0 < end < n and ordered[end] == ordered[end - 1]:
+            end += 1
         out[order[start:end]] = bucket
         start = end
     return out
@@ -239,10 +252,10 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
 
     index_stats = None
     if job.index == SIMPLE:
-        fids = tag(rows, stored_keys(storage, layout, job))
+        rows, fids = tag(rows, stored_keys(storage, layout, job))
     elif job.index == BLOOM:
         stored, index_stats = bloom_keys(storage, layout, job, rows)
-        fids = tag(rows, stored)
+        rows, fids = tag(rows, stored)
     else:
         fids = pa.nulls(rows.num_rows, pa.string())
     known = fids.is_valid()
