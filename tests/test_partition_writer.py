@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from conftest import hudi_rs_rows
 
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.spark.pipeline import tasks_for_partitions
@@ -62,5 +63,6 @@ def test_upsert_updates_every_copy_of_a_key_inserted_twice(spark, tmp_path):
         df = spark.createDataFrame([("k", "p", 3, "upsert")], "key string, part string, ts long, v string")
         pyhudi.write(df, path, {**opts, "hoodie.datasource.write.operation": "upsert"})
         rows = sorted((r["key"], r["ts"], r["v"]) for r in pyhudi.read(spark, path).collect())
+        assert sorted((r["key"], r["ts"], r["v"]) for r in hudi_rs_rows(path)) == rows
         results.append(rows)
     assert results[0] == results[1] == [("k", 3, "upsert"), ("k", 3, "upsert")]

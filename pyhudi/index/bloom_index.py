@@ -83,12 +83,30 @@ def known_range(base_uri: str, rel_path: str) -> tuple[str | None, str | None] |
     return _KNOWN_RANGES.get(f"{base_uri.rstrip('/')}/{rel_path}")
 
 
-def read_key_range(storage: Storage, rel_path: str) -> tuple[str | None, str | None]:
-    """The footer's min/max record key of a base file (``None`` when the writer did not store them)."""
+def _read_footer(storage: Storage, rel_path: str) -> dict[bytes, bytes]:
     with storage.fs.open_input_file(storage.full(rel_path)) as f:
-        meta = pq.read_metadata(f).metadata or {}
+        return pq.read_metadata(f).metadata or {}
+
+
+def _footer_range(meta: dict[bytes, bytes]) -> tuple[str | None, str | None]:
     low, high = meta.get(MIN_KEY.encode()), meta.get(MAX_KEY.encode())
     return (low.decode() if low is not None else None, high.decode() if high is not None else None)
+
+
+def _footer_bloom(meta: dict[bytes, bytes], rel_path: str) -> BloomFilter | None:
+    raw = meta.get(BLOOM_FILTER_KEY.encode())
+    if raw is None:
+        return None
+    code = meta.get(BLOOM_FILTER_TYPE_KEY.encode())
+    try:
+        return BloomFilter.deserialize(raw, code.decode() if code else None)
+    except HudiCorruptFileError as exc:
+        raise HudiCorruptFileError(f"{rel_path}: {exc}") from None
+
+
+def read_key_range(storage: Storage, rel_path: str) -> tuple[str | None, str | None]:
+    """The footer's min/max record key of a base file (``None`` when the writer did not store them)."""
+    return _footer_range(_read_footer(storage, rel_path))
 
 
 def key_ranges(batches: Iterable[pa.RecordBatch], base_uri: str) -> Iterator[pa.RecordBatch]:
@@ -166,20 +184,6 @@ def range_candidates(keys: pa.Table, files: Sequence[FileRange], *, prune_by_ran
     return pa.concat_tables(parts)
 
 
-def load_bloom_filter(storage: Storage, rel_path: str) -> BloomFilter | None:
-    """The bloom filter in a base file's footer, or ``None`` if the file has none."""
-    with storage.fs.open_input_file(storage.full(rel_path)) as f:
-        meta = pq.read_metadata(f).metadata or {}
-    raw = meta.get(BLOOM_FILTER_KEY.encode())
-    if raw is None:
-        return None
-    code = meta.get(BLOOM_FILTER_TYPE_KEY.encode())
-    try:
-        return BloomFilter.deserialize(raw, code.decode() if code else None)
-    except HudiCorruptFileError as exc:
-        raise HudiCorruptFileError(f"{rel_path}: {exc}") from None
-
-
 def check_file(storage: Storage, rel_path: str, keys: pa.Array) -> tuple[pa.Array, int]:
     """(keys really stored in the file, number of bloom positives) for candidate ``keys``.
 
@@ -221,22 +225,13 @@ def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: t
         keys = _in_range(keys, *key_range)
         if not len(keys):
             return FileCheck(empty, 0, 0)
-    with storage.fs.open_input_file(storage.full(rel_path)) as f:
-        meta = pq.read_metadata(f).metadata or {}
+    meta = _read_footer(storage, rel_path)
     if prune_by_ranges and key_range is None:
-        low, high = meta.get(MIN_KEY.encode()), meta.get(MAX_KEY.encode())
-        keys = _in_range(keys, low.decode() if low is not None else None, high.decode() if high is not None else None)
+        keys = _in_range(keys, *_footer_range(meta))
         if not len(keys):
             return FileCheck(empty, 0, 0)
-    raw = meta.get(BLOOM_FILTER_KEY.encode())
-    maybe = keys
-    if raw is not None:
-        code = meta.get(BLOOM_FILTER_TYPE_KEY.encode())
-        try:
-            bloom = BloomFilter.deserialize(raw, code.decode() if code else None)
-        except HudiCorruptFileError as exc:
-            raise HudiCorruptFileError(f"{rel_path}: {exc}") from None
-        maybe = keys.filter(pa.array(bloom.might_contain(keys)))
+    bloom = _footer_bloom(meta, rel_path)
+    maybe = keys if bloom is None else keys.filter(pa.array(bloom.might_contain(keys)))
     if not len(maybe):
         return FileCheck(empty, len(keys), 0)
     with storage.fs.open_input_file(storage.full(rel_path)) as f:

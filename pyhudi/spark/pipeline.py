@@ -412,17 +412,16 @@ class Pipeline:
         base_uri = self.table.storage.base_uri
         for p in partitions:
             mine = slices.get(p, [])
-            with_base = [s for s in mine if s.base_file is not None]
+            bases = [s.base_file for s in mine if s.base_file is not None]
             layouts[p] = PartitionLayout(
-                p, tuple((s.file_id, s.base_file.path, s.base_file.instant_time) for s in with_base
-                         if s.base_file is not None),
+                p, tuple((b.file_id, b.path, b.instant_time) for b in bases),
                 key_sources=tuple(s.to_read() for s in mine) if index in (SIMPLE, BLOOM) else (),
-                key_ranges=tuple((s.file_id, *known) for s in with_base if s.base_file is not None
-                                 and (known := B.known_range(base_uri, s.base_file.path)) is not None)
+                key_ranges=tuple((b.file_id, *known) for b in bases
+                                 if (known := B.known_range(base_uri, b.path)) is not None)
                 if index == BLOOM else (),
                 small_files=tuple(small.get(p, [])),
                 log_targets=tuple((fid, t) for (pp, fid), t in sorted(targets.items()) if pp == p),
-                bucket_groups=tuple(sorted(bucket_file_groups([s.file_id for s in with_base], p).items()))
+                bucket_groups=tuple(sorted(bucket_file_groups([b.file_id for b in bases], p).items()))
                 if index == BUCKET_INDEX else ())
         if index != NO_INDEX:
             files = sum(len(slices.get(p, [])) for p in partitions)

@@ -206,40 +206,45 @@ def stats_batch(stats: dict) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist([stats], schema=STATS_SCHEMA)
 
 
-def _collect(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
+def collect_batches(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
+    """The non-empty batches a ``mapInArrow`` task receives, as one table (None if there are none)."""
     items = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(items) if items else None
+
+
+def group_indices(ids: np.ndarray) -> list[np.ndarray]:
+    """Row indices grouped by equal ``ids`` (rows keep their order within a group)."""
+    order = np.argsort(ids, kind="stable")
+    return [chunk for chunk in np.split(order, np.flatnonzero(np.diff(ids[order])) + 1) if len(chunk)]
+
+
+def run_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket, rows: pa.Table,
+               task: TaskInfo, *, first_position: int = 0) -> dict | None:
+    """Write one bucket's rows with the handle of its kind: append (log), merge, or create."""
+    if bucket.kind == APPEND:
+        from pyhudi.write.append import append_handle  # it builds on this module's row helpers
+
+        return append_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
+    if bucket.kind == UPDATE:
+        return merge_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
+    return create_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
 
 
 def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
                   buckets: dict[int, WriteBucket]) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of upsert/insert/delete: one file per bucket present in this task."""
-    table = _collect(batches)
+    table = collect_batches(batches)
     if table is None:
         return
     storage = Storage(ctx.base_uri)
     schema = storage_schema_of(ctx)
     task = current_task()
     ids = table.column(BUCKET).to_numpy()
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    bounds = np.flatnonzero(np.diff(sorted_ids)) + 1
-    for chunk in np.split(order, bounds):
-        if not len(chunk):
-            continue
-        bucket = buckets[int(ids[chunk[0]])]
+    for chunk in group_indices(ids):
         rows = table.take(pa.array(chunk))
         if ctx.combine_in_handles:
             rows = combine(rows, ctx.precombine_field)
-        stats: dict | None
-        if bucket.kind == APPEND:
-            from pyhudi.write.append import append_handle  # it builds on this module's row helpers
-
-            stats = append_handle(storage, ctx, schema, bucket, rows, task)
-        elif bucket.kind == UPDATE:
-            stats = merge_handle(storage, ctx, schema, bucket, rows, task)
-        else:
-            stats = create_handle(storage, ctx, schema, bucket, rows, task)
+        stats = run_handle(storage, ctx, schema, buckets[int(ids[chunk[0]])], rows, task)
         if stats is not None:
             yield stats_batch(stats)
 

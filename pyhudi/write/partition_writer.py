@@ -40,23 +40,20 @@ from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.write.columns import INDEX_ROW, IS_DELETE
 from pyhudi.write.handles import (
-    TaskInfo,
+    collect_batches,
     combine,
-    create_handle,
     current_task,
-    merge_handle,
+    group_indices,
+    run_handle,
     stats_batch,
     storage_schema_of,
 )
 from pyhudi.write.plan import (
-    APPEND,
-    UPDATE,
     BucketPlan,
     HashBucketCount,
     LogTarget,
     PartitionProfile,
     SmallFile,
-    WriteBucket,
     WriteContext,
     assign_buckets,
     plan_bucket_index,
@@ -291,23 +288,11 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
     return plan, rows, route, index_stats
 
 
-def _run_bucket(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket, rows: pa.Table,
-                task: TaskInfo, first_position: int) -> dict | None:
-    if bucket.kind == APPEND:
-        from pyhudi.write.append import append_handle  # it builds on the handles module
-
-        return append_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
-    if bucket.kind == UPDATE:
-        return merge_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
-    return create_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
-
-
 def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: every table partition present in this task, tagged, sized and written."""
-    items = [b for b in batches if b.num_rows]
-    if not items:
+    table = collect_batches(batches)
+    if table is None:
         return
-    table = pa.Table.from_batches(items)
     storage = Storage(job.ctx.base_uri)
     schema = storage_schema_of(job.ctx)
     task = current_task()
@@ -327,13 +312,12 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
         plan, rows, route, index_stats = plan_partition(rows, layout, job, storage)
         if index_stats is not None:
             yield stats_batch(index_stats)
-        order = np.argsort(route, kind="stable")
-        sorted_route = route[order]
-        for chunk in np.split(order, np.flatnonzero(np.diff(sorted_route)) + 1):
-            if not len(chunk) or route[chunk[0]] < 0:
+        for chunk in group_indices(route):
+            if route[chunk[0]] < 0:  # BUCKET index: deletes of keys no file group holds
                 continue
             bucket = plan.buckets[int(route[chunk[0]])]
-            stats = _run_bucket(storage, job.ctx, schema, bucket, rows.take(pa.array(chunk)), task, position)
+            stats = run_handle(storage, job.ctx, schema, bucket, rows.take(pa.array(chunk)), task,
+                               first_position=position)
             if stats is not None:
                 position += int(stats["num_writes"])
                 yield stats_batch(stats)
