@@ -1,12 +1,13 @@
-"""Partition-local writes without Spark: tagging, insert ranges, packing partitions into tasks."""
+"""Partition-local writes without Spark: tagging, insert ranges, packing partitions into tasks, bulk-insert batches."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 from conftest import hudi_rs_rows
 
-from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.spark.pipeline import tasks_for_partitions
+from pyhudi.write.handles import _split_by_partition
 from pyhudi.write.partition_writer import MAX_ROWS_PER_TASK, _routes_by_key_range, tag
 
 
@@ -66,3 +67,40 @@ def test_upsert_updates_every_copy_of_a_key_inserted_twice(spark, tmp_path):
         assert sorted((r["key"], r["ts"], r["v"]) for r in hudi_rs_rows(path)) == rows
         results.append(rows)
     assert results[0] == results[1] == [("k", 3, "upsert"), ("k", 3, "upsert")]
+
+
+def test_bulk_insert_batches_split_by_partition_path():
+    mixed = pa.table({PARTITION_PATH: ["d2", "d1", "d2"], "v": [1, 2, 3]})
+    got = {p: rows.column("v").to_pylist() for p, rows in _split_by_partition(mixed)}
+    assert got == {"d2": [1, 3], "d1": [2]}
+    # first and last rows agree but the middle one differs: still split
+    ends = pa.table({PARTITION_PATH: ["d1", "d2", "d1"], "v": [1, 2, 3]})
+    assert {p: rows.num_rows for p, rows in _split_by_partition(ends)} == {"d1": 2, "d2": 1}
+    one = pa.table({PARTITION_PATH: ["d1", "d1"], "v": [1, 2]})
+    assert [(p, rows.num_rows) for p, rows in _split_by_partition(one)] == [("d1", 2)]
+    assert list(_split_by_partition(one.slice(0, 0))) == []
+
+
+def test_bulk_insert_numbers_records_across_row_groups(spark, tmp_path):
+    """A bulk-insert file written in several row groups (1 MB flushes here) numbers its records
+    ``instant_task_position`` without gaps or repeats, and the file holds every row."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    import pyhudi
+
+    path = str(tmp_path / "t")
+    df = spark.range(0, 40_000, numPartitions=1).select(
+        F.format_string("k%06d", "id").alias("key"), F.lit("p").alias("part"), F.col("id").alias("ts"),
+        F.repeat(F.lit("x"), 40).alias("pad"))
+    res = pyhudi.write(df, path, {
+        "hoodie.table.name": "groups", "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.parquet.block.size": str(1 << 20), "hoodie.datasource.write.operation": "bulk_insert"})
+    (stat,) = res.write_stats
+    meta = pq.ParquetFile(f"{path}/{stat.path}")
+    assert meta.metadata.num_row_groups > 1
+    seqnos = meta.read(columns=["_hoodie_commit_seqno"]).column(0).to_pylist()
+    prefix = seqnos[0].rsplit("_", 1)[0]
+    assert prefix.startswith(res.instant_time)
+    assert seqnos == [f"{prefix}_{i}" for i in range(40_000)]

@@ -29,6 +29,7 @@ from pyhudi.services.compaction import (
     schedule_compaction,
 )
 from pyhudi.spark.merged import spread
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
@@ -82,7 +83,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                 yield stats_batch(compact_slice(storage, ops[i], schema, settings, spec, visibility,
                                                 instant_time, token))
 
-    rows = [r.asDict() for r in spread(spark, len(ops)).mapInArrow(body, STATS_DDL).collect()] if ops else []
+    rows = [r.asDict() for r in map_in_arrow(spread(spark, len(ops)), body, STATS_DDL).collect()] if ops else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
     timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))

@@ -28,6 +28,7 @@ from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, PARTITION_PATH, R
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.spark.merged import merged_keys
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.write.columns import FILE_ID
@@ -106,7 +107,7 @@ def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> Dat
                                              names=[*batch.schema.names, HASH_BUCKET])
 
     schema = StructType([*keyed.schema.fields, StructField(HASH_BUCKET, IntegerType(), nullable=False)])
-    return keyed.mapInArrow(add, schema)
+    return map_in_arrow(keyed, add, schema)
 
 
 def key_read_schema(table: HudiTable, spec: MergeSpec | None) -> pa.Schema | None:
@@ -165,7 +166,7 @@ def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> lis
         # a local relation is already split over the default parallelism: no shuffle needed
         listing = spark.createDataFrame([(b.partition_path, b.file_id, b.path) for b in missing],
                                         "partition_path string, file_id string, path string")
-        read = listing.mapInArrow(lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()
+        read = map_in_arrow(listing, lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()
         B.remember_ranges(base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in read])
         known.update({r["path"]: (r["min_key"], r["max_key"]) for r in read})
     out = []
@@ -204,11 +205,11 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
                 out = B.range_candidates(table_, ranges, prune_by_ranges=prune, global_index=global_index)
                 yield from out.to_batches()
 
-    pairs = keyed.select(F.col(RECORD_KEY).alias(B.KEY), F.col(PARTITION_PATH).alias(B.PARTITION)).mapInArrow(
-        candidates, "key string, partition_path string, file_id string, path string")
+    pairs = map_in_arrow(keyed.select(F.col(RECORD_KEY).alias(B.KEY), F.col(PARTITION_PATH).alias(B.PARTITION)),
+                         candidates, "key string, partition_path string, file_id string, path string")
     n = cfg.get(C.BLOOM_INDEX_PARALLELISM) or max(1, min(len(ranges), parallelism * 2))
-    checked = pairs.repartition(n, B.PATH).mapInArrow(
-        lambda it: B.check_file_candidates(it, base_uri), B.CHECK_DDL)
+    checked = map_in_arrow(pairs.repartition(n, B.PATH), lambda it: B.check_file_candidates(it, base_uri),
+                           B.CHECK_DDL)
     checked = checked.persist()
     existing = checked.where(~F.col("is_stat")).select(
         F.col(B.KEY).alias(EXISTING_RK), F.col(B.PARTITION).alias(EXISTING_PP), F.col(B.FILE_ID).alias(FILE_ID))

@@ -16,6 +16,7 @@ from pyspark.sql import types as T
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
 
 
@@ -41,7 +42,7 @@ def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead],
                 if merged.num_rows:
                     yield from emit(pieces[i], merged).cast(out).to_batches()
 
-    return spread(spark, len(pieces)).mapInArrow(body, out_ddl)
+    return map_in_arrow(spread(spark, len(pieces)), body, out_ddl)
 
 
 def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,

@@ -50,6 +50,7 @@ from pyhudi.spark.index import (
     with_hash_bucket,
 )
 from pyhudi.spark.keygen import with_keys
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
@@ -283,7 +284,7 @@ class Pipeline:
         action = REPLACE_COMMIT if overwrite else self.write_action
         self.table.timeline.transition_inflight(self.instant, action, b"")
         started = self._phase("plan", started)
-        stats = keyed.mapInArrow(lambda it: bulk_insert_writer(it, ctx), STATS_DDL).collect()
+        stats = map_in_arrow(keyed, lambda it: bulk_insert_writer(it, ctx), STATS_DDL).collect()
         self._phase("write", started)
         replaced_ids: dict[str, list[str]] | None = None
         if overwrite:
@@ -380,7 +381,7 @@ class Pipeline:
         started = self._phase("plan", started)
         task_of = tasks_for_partitions(counts, self._spark_parallelism(data))
         routed = route(keyed, by_partition(task_of), max(task_of.values()) + 1)
-        out = [r.asDict() for r in routed.mapInArrow(lambda it: write_partitions(it, job), STATS_DDL).collect()]
+        out = [r.asDict() for r in map_in_arrow(routed, lambda it: write_partitions(it, job), STATS_DDL).collect()]
         self._phase("write", started)
         lookups = [r for r in out if r["io_type"] == INDEX_ROW]
         if lookups and self.index_stats is not None:
@@ -590,7 +591,7 @@ class Pipeline:
     def _write_planned(self, routed: DataFrame, ctx: WriteContext, plan: BucketPlan, started: float) -> list[dict]:
         """Run the write handles over rows routed one write bucket per Spark partition."""
         buckets = {b.bucket_id: b for b in plan.buckets}
-        stats = routed.mapInArrow(lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
+        stats = map_in_arrow(routed, lambda it: write_buckets(it, ctx, buckets), STATS_DDL).collect()
         self.phases["buckets"] = len(plan.buckets)
         self._phase("write", started)
         return [r.asDict() for r in stats]

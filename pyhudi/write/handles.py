@@ -249,6 +249,21 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
             yield stats_batch(stats)
 
 
+def _split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
+    """(partition path, its rows) of a batch; sorted input mostly brings one partition per batch."""
+    if table.num_rows == 0:
+        return
+    parts = table.column(PARTITION_PATH)
+    first, last = parts[0].as_py(), parts[-1].as_py()
+    if first == last and pc.all(pc.equal(parts, first)).as_py():
+        yield first, table
+        return
+    encoded = parts.combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    for code, partition in enumerate(encoded.dictionary.to_pylist()):
+        yield partition, table.filter(pa.array(codes == code))
+
+
 class _OpenFile:
     def __init__(self, writer: BaseFileWriter, partition: str, fid: str, name: str) -> None:
         self.writer, self.partition, self.fid, self.name = writer, partition, fid, name
@@ -283,9 +298,12 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
 
     def flush(f: _OpenFile) -> None:
         # one write per flush: pyarrow starts a row group per call, and small row groups (one per
-        # Arrow batch from Spark) cost dictionary encoding and compression
+        # Arrow batch from Spark) cost dictionary encoding and compression; the meta columns are
+        # built here too, once per row group instead of once per 10k-row Arrow batch
         if f.pending:
-            f.writer.write(pa.concat_tables(f.pending))
+            rows = to_storage_rows(pa.concat_tables(f.pending), schema, ctx, f.name, task, f.positions)
+            f.positions += rows.num_rows
+            f.writer.write(rows)
         f.pending, f.pending_bytes = [], 0
 
     def finish(f: _OpenFile) -> pa.RecordBatch:
@@ -301,18 +319,12 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
         table = pa.Table.from_batches([batch])
         if IS_DELETE in table.column_names:
             table = table.filter(pc.invert(table.column(IS_DELETE)))
-        parts = table.column(PARTITION_PATH).combine_chunks()
-        encoded = parts.dictionary_encode()
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        for code, partition in enumerate(encoded.dictionary.to_pylist()):
-            sub = table.filter(pa.array(codes == code))
+        for partition, sub in _split_by_partition(table):
             f = open_files.get(partition)
             if f is None:
                 f = open_files[partition] = new_file(partition)
-            rows = to_storage_rows(sub, schema, ctx, f.name, task, f.positions)
-            f.positions += rows.num_rows
-            f.pending.append(rows)
-            f.pending_bytes += rows.nbytes
+            f.pending.append(sub)
+            f.pending_bytes += sub.nbytes
             if f.pending_bytes >= flush_bytes:
                 flush(f)
                 if f.writer.bytes_written >= limit:

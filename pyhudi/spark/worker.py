@@ -1,0 +1,58 @@
+"""Running pyhudi's per-file work in Spark's Python workers.
+
+Every ``mapInArrow`` of pyhudi goes through :func:`map_in_arrow`, which prepares the worker process
+once before the first batch. The preparation removes two fixed costs that PySpark 3.5 puts on every
+task of a reused worker, and which dominate writes of a few hundred thousand rows:
+
+* PySpark's ``worker.py`` calls ``importlib.invalidate_caches()`` at the start of each task. On
+  Python 3.10 and 3.11, ``zipimporter.invalidate_caches`` re-reads the central directory of every zip
+  on the worker's path: ``pyspark.zip``, py4j's zip and the 14 MB spark-core jar, once per package
+  path. That is 80-90 ms per task on this machine (seen with ``strace``). These archives never
+  change while a worker lives, so the re-read is skipped; Python 3.12 makes it lazy itself.
+* PySpark's daemon runs ``gc.collect()`` between two tasks of a reused worker; with pyarrow, pandas
+  and pyhudi loaded, a full collection takes 40-60 ms. ``gc.freeze()`` moves the objects alive at
+  preparation (modules, classes, caches) out of the collector's reach, so the collection only looks
+  at what tasks create.
+
+Measured with ``benchmarks/worker_overhead.py``.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import zipimport
+from collections.abc import Callable, Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+
+ArrowBody = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+_prepared = False
+
+
+def _keep_directory(_importer: zipimport.zipimporter) -> None:
+    """``zipimporter.invalidate_caches`` that keeps the directory read when the archive was opened."""
+
+
+def prepare_worker() -> None:
+    """Make this Python worker cheap to reuse (see the module docstring); runs once per process."""
+    global _prepared
+    if _prepared:
+        return
+    _prepared = True
+    if sys.version_info < (3, 12):
+        zipimport.zipimporter.invalidate_caches = _keep_directory  # type: ignore[method-assign,assignment]
+    gc.freeze()
+
+
+def map_in_arrow(df: DataFrame, body: ArrowBody, schema: T.StructType | str) -> DataFrame:
+    """``df.mapInArrow(body, schema)``, with the Python worker prepared before ``body`` runs."""
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        prepare_worker()
+        yield from body(batches)
+
+    return df.mapInArrow(run, schema)
