@@ -4,15 +4,19 @@
                                           [--index SIMPLE,BLOOM,BUCKET] [--codec gzip,snappy]
                                           [--table-type COPY_ON_WRITE,MERGE_ON_READ]
 
-For every codec: plain ``df.write.parquet`` of the bulk-load rows as the yardstick. For every
-(codec, index): the bulk-load time, then per daily upsert the time, bytes written against the bytes
-of the two touched day partitions, what the index did (files in the affected partitions, left after
-range pruning, left after the bloom check) and the time of the cleaning and archival after the
-commit. Merge-on-read runs also print the bytes of the batch's own parquet file (``df.write.parquet``
-of the incoming rows, the yardstick for log writes), then the cost of a compaction. Every run ends
-with the time of a snapshot read (and for merge-on-read, a read-optimized read) that scans a column
-of every record, an incremental pull of the last upsert (files and bytes read against the latest
-snapshot's) and a time travel to the upsert before.
+For every (codec, index): the bulk-load time against plain ``df.write.parquet`` of the same persisted
+rows, written just before it (so both see the same JVM warmth), and Spark's own floor for a sorted
+bulk load, measured just after it (the sort by partition and key plus a no-op Arrow pass of the
+rows). Then per daily upsert the time, bytes written against the bytes of the two touched day
+partitions, what the index did (files in the affected partitions, left after range pruning, left
+after the bloom check) and the time of the cleaning and archival after the commit. Merge-on-read
+runs also print the bytes of the batch's own parquet file (``df.write.parquet`` of the incoming
+rows, the yardstick for log writes), then the cost of a compaction. Every run ends with the time of
+a snapshot read (and for merge-on-read, a read-optimized read) that scans a column of every record,
+an incremental pull of the last upsert (files and bytes read against the latest snapshot's) and a
+time travel to the upsert before. Once per codec it prints the floor of a daily
+upsert: one Arrow pass of the batch, and the two Spark jobs of a partition-local write doing nothing
+(count by partition, then a shuffle by partition into a no-op Arrow pass).
 """
 
 from __future__ import annotations
@@ -25,8 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
+
 import pyhudi
 from pyhudi.demo import daily_batch, drone_options, readings
+from pyhudi.spark.worker import map_in_arrow
+
+
+def count_rows(batches):  # type: ignore[no-untyped-def]
+    """A no-op ``mapInArrow`` body: reads every batch, returns the row count."""
+    yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
 
 
 def dir_bytes(path: Path) -> int:
@@ -74,32 +86,54 @@ def incremental_pull(spark, path: str, instants: list[str]) -> None:
 
 def floor(spark, work: Path, args: argparse.Namespace, codec: str) -> None:
     """What any Spark writer pays for a daily batch here: one Arrow pass of it through Python
-    workers (``mapInArrow`` doing nothing), and pyarrow writing it as one parquet file."""
-    import pyarrow as pa
+    workers (``mapInArrow`` doing nothing), the two jobs of a partition-local write doing nothing,
+    and pyarrow writing the batch as one parquet file."""
     import pyarrow.parquet as pq
-
-    def consume(batches):  # type: ignore[no-untyped-def]
-        n = sum(b.num_rows for b in batches)
-        yield pa.RecordBatch.from_pydict({"n": [n]})
 
     batch = daily_batch(spark, args.days, args.drones).persist()
     batch.count()
-    passes = []
+
+    def two_jobs() -> None:
+        days = batch.groupBy("day").count().collect()
+        map_in_arrow(batch.repartition(len(days), "day"), count_rows, "n long").collect()
+
+    passes, local = [], []
     for _ in range(3):
         t = time.perf_counter()
-        batch.mapInArrow(consume, "n long").collect()
+        map_in_arrow(batch, count_rows, "n long").collect()
         passes.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        two_jobs()
+        local.append(time.perf_counter() - t)
     table = pa.Table.from_pandas(batch.toPandas(), preserve_index=False)
     t = time.perf_counter()
     pq.write_table(table, str(work / "batch.parquet"), compression=codec)
     write_s = time.perf_counter() - t
     batch.unpersist()
-    print(f"  floor: one Arrow pass of a daily batch ({table.num_rows:,} rows) through Spark's Python workers "
-          f"{statistics.median(passes):.2f} s; pyarrow alone writes it in {write_s:.2f} s")
+    print(f"  floor of a daily batch ({table.num_rows:,} rows): one Arrow pass through Spark's Python workers "
+          f"{statistics.median(passes):.2f} s; count by partition + shuffle by partition + no-op Arrow pass "
+          f"{statistics.median(local):.2f} s; pyarrow alone writes it in {write_s:.2f} s")
 
 
-def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, plain_s: float,
-        table_type: str = "COPY_ON_WRITE") -> float:
+def plain_write_s(load, work: Path, codec: str) -> float:
+    """``df.write.parquet`` of the persisted bulk-load rows: the yardstick of a bulk insert."""
+    t = time.perf_counter()
+    load.write.option("compression", codec).mode("overwrite").parquet(str(work / "plain"))
+    return time.perf_counter() - t
+
+
+def sort_floor_s(load) -> float:
+    """Spark's sort of the bulk-load rows by (day, key) plus a no-op Arrow pass: what a GLOBAL_SORT
+    bulk insert costs before it writes anything."""
+    n = load.rdd.getNumPartitions()
+    t = time.perf_counter()
+    map_in_arrow(load.repartitionByRange(n, "day", "key").sortWithinPartitions("day", "key"), count_rows,
+                 "n long").collect()
+    return time.perf_counter() - t
+
+
+def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str,
+        table_type: str = "COPY_ON_WRITE") -> tuple[float, float]:
     mor = table_type == "MERGE_ON_READ"
     table_path = str(work / f"drones_{codec}_{index}_{table_type}")
     extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index,
@@ -110,14 +144,21 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
     rows_per_day = 1440 * args.drones
     load = readings(spark, 0, args.days, args.drones).persist()  # in memory, as for the plain write
     load.count()
+    plain_s = plain_write_s(load, work, codec)
     t = time.perf_counter()
     res = pyhudi.write(load, table_path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
     bulk_s = time.perf_counter() - t
+    sorted_load = opts.get("hoodie.bulkinsert.sort.mode", "GLOBAL_SORT") == "GLOBAL_SORT"
+    sort_s = sort_floor_s(load) if sorted_load else None  # after the bulk load, so it cannot warm it up
     load.unpersist()
     print(f"\n[{table_type} / {codec} / {index}{f' ({args.buckets} buckets)' if index == 'BUCKET' else ''}]")
     print(f"  bulk_insert {args.days * rows_per_day:,} rows  {bulk_s:6.2f} s  "
           f"{res.stats['bytes_written'] / 1e6:7.1f} MB  ({bulk_s / plain_s:.2f}x plain, "
           f"{res.stats['files_created']} files)")
+    print(f"    plain df.write.parquet of the same rows just before: {plain_s:.2f} s, "
+          f"{dir_bytes(work / 'plain') / 1e6:.1f} MB"
+          + (f"; Spark's sort by (day, key) + no-op Arrow pass: {sort_s:.2f} s ({sort_s / plain_s:.2f}x plain)"
+             if sort_s is not None else ""))
     print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 parts MB':>11} {'ratio':>6} {'new/merged':>11}"
           f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7} {'clean s':>7}"
           + (f" {'batch MB':>9} {'w/batch':>8} {'log MB':>7}" if mor else ""))
@@ -171,7 +212,7 @@ def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str, pla
                   f"written")
         read_s, total = scan_s(spark, table_path)
         print(f"  snapshot read after compaction {read_s:.2f} s ({total:,} rows)")
-    return median
+    return median, bulk_s / plain_s
 
 
 def main() -> None:
@@ -194,27 +235,20 @@ def main() -> None:
           f"cores={os.cpu_count()}")
     # warm up the JVM and Python workers so the first measurement is not start-up
     readings(spark, 0, 1, 5).write.mode("overwrite").parquet(str(work / "warmup"))
-    pyhudi.write(readings(spark, 0, 1, 5), str(work / "warmup_hudi"),
-                 {**drone_options(), "hoodie.datasource.write.operation": "bulk_insert"})
+    for day, operation in ((0, "bulk_insert"), (1, "upsert")):  # both write paths, JIT-compiled before the clock
+        pyhudi.write(daily_batch(spark, day, 5) if day else readings(spark, 0, 1, 5), str(work / "warmup_hudi"),
+                     {**drone_options(), "hoodie.datasource.write.operation": operation})
     summary = []
     for codec in args.codec.split(","):
-        # the yardstick and the bulk load both start from the rows in memory (persisted and counted)
-        load = readings(spark, 0, args.days, args.drones).persist()
-        load.count()
-        t = time.perf_counter()
-        load.write.option("compression", codec).mode("overwrite").parquet(str(work / "plain"))
-        plain_s = time.perf_counter() - t
-        load.unpersist()
-        print(f"\n=== codec {codec}: df.write.parquet of the bulk-load rows {plain_s:.2f} s, "
-              f"{dir_bytes(work / 'plain') / 1e6:.1f} MB")
+        print(f"\n=== codec {codec}")
         floor(spark, work, args, codec)
         for table_type in args.table_type.split(","):
             for index in args.index.split(","):
-                summary.append((table_type, codec, index, run(spark, work, args, codec, index.strip().upper(),
-                                                              plain_s, table_type.strip().upper())))
-    print("\nmedian daily upsert:")
-    for table_type, codec, index, median in summary:
-        print(f"  {table_type:>13} {codec:>7} {index:>7} {median:6.2f} s")
+                median, ratio = run(spark, work, args, codec, index.strip().upper(), table_type.strip().upper())
+                summary.append((table_type, codec, index, median, ratio))
+    print("\nmedian daily upsert, bulk insert against plain:")
+    for table_type, codec, index, median, ratio in summary:
+        print(f"  {table_type:>13} {codec:>7} {index:>7} {median:6.2f} s  {ratio:5.2f}x")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

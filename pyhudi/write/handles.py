@@ -207,9 +207,13 @@ def stats_batch(stats: dict) -> pa.RecordBatch:
 
 
 def collect_batches(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
-    """The non-empty batches a ``mapInArrow`` task receives, as one table (None if there are none)."""
+    """The non-empty batches a ``mapInArrow`` task receives, as one table (None if there are none).
+
+    The table is one contiguous chunk: ``take`` on a chunked table concatenates the chunks on every
+    call, which made each of 768 file groups (256 buckets, 3 partitions) copy the task's whole input.
+    """
     items = [b for b in batches if b.num_rows]
-    return pa.Table.from_batches(items) if items else None
+    return pa.Table.from_batches(items).combine_chunks() if items else None
 
 
 def group_indices(ids: np.ndarray) -> list[np.ndarray]:
