@@ -6,6 +6,7 @@ import gc
 import os
 import sys
 import uuid
+import zipfile
 import zipimport
 from collections.abc import Iterable, Iterator
 
@@ -33,18 +34,35 @@ def test_map_in_arrow_prepares_each_worker_and_passes_every_row(spark):
         del env["PYHUDI_TEST_WORKERS"]
     assert not any(r.zip_kept or r.frozen for r in plain)  # fresh workers, not prepared yet
     assert sum(r.rows for r in out) == 1000  # every batch reaches the body
-    assert all(r.pid != os.getpid() for r in out)  # the body ran in Python workers, not the driver
     assert all(r.frozen > 0 for r in out)
     assert all(r.zip_kept for r in out) == (sys.version_info < (3, 12))
 
 
-def test_prepare_worker_runs_once():
-    frozen = gc.get_freeze_count()
-    saved = zipimport.zipimporter.invalidate_caches
-    try:
-        worker._prepared = True  # as in a worker that has prepared already
-        worker.prepare_worker()
-        assert zipimport.zipimporter.invalidate_caches is saved
-        assert gc.get_freeze_count() == frozen
-    finally:
-        worker._prepared = False
+def test_prepare_worker_patches_and_freezes_once(monkeypatch):
+    freezes = []
+    monkeypatch.setattr(worker, "_prepared", False)
+    monkeypatch.setattr(zipimport.zipimporter, "invalidate_caches", zipimport.zipimporter.invalidate_caches)
+    monkeypatch.setattr(gc, "freeze", lambda: freezes.append(1))
+    worker.prepare_worker()
+    worker.prepare_worker()
+    assert freezes == [1]
+    patched = zipimport.zipimporter.invalidate_caches is worker._keep_directory
+    assert patched == (sys.version_info < (3, 12))
+
+
+def test_zip_directory_is_read_again_only_when_the_archive_changed(tmp_path, monkeypatch):
+    archive = tmp_path / "m.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("a.py", "X = 1\n")
+    importer = zipimport.zipimporter(str(archive))
+    reads = []
+    original = worker._reread_directory
+    monkeypatch.setattr(worker, "_reread_directory", lambda imp: (reads.append(1), original(imp)))
+    worker._keep_directory(importer)  # first call: the importer's read time is unknown
+    worker._keep_directory(importer)
+    assert len(reads) == 1
+    with zipfile.ZipFile(archive, "w") as z:  # rewritten in place, bigger
+        z.writestr("a.py", "X = 1\n")
+        z.writestr("b.py", "Y = 2\n")
+    worker._keep_directory(importer)
+    assert len(reads) == 2 and importer.find_spec("b") is not None

@@ -8,11 +8,13 @@ task of a reused worker, and which dominate writes of a few hundred thousand row
   Python 3.10 and 3.11, ``zipimporter.invalidate_caches`` re-reads the central directory of every zip
   on the worker's path: ``pyspark.zip``, py4j's zip and the 14 MB spark-core jar, once per package
   path. That is 80-90 ms per task on this machine (seen with ``strace``). These archives never
-  change while a worker lives, so the re-read is skipped; Python 3.12 makes it lazy itself.
+  change while a worker lives, so the re-read is skipped unless the archive's size or modification
+  time changed (a ``stat`` per archive); Python 3.12 makes the re-read lazy itself.
 * PySpark's daemon runs ``gc.collect()`` between two tasks of a reused worker; with pyarrow, pandas
   and pyhudi loaded, a full collection takes 40-60 ms. ``gc.freeze()`` moves the objects alive at
   preparation (modules, classes, caches) out of the collector's reach, so the collection only looks
-  at what tasks create.
+  at what tasks create. Frozen objects are still freed by reference counting when the last
+  reference goes; only a reference cycle among them would outlive the worker.
 
 Measured with ``benchmarks/worker_overhead.py``.
 """
@@ -20,6 +22,7 @@ Measured with ``benchmarks/worker_overhead.py``.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import zipimport
 from collections.abc import Callable, Iterable, Iterator
@@ -31,10 +34,20 @@ from pyspark.sql import types as T
 ArrowBody = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 _prepared = False
+_reread_directory = zipimport.zipimporter.invalidate_caches
 
 
-def _keep_directory(_importer: zipimport.zipimporter) -> None:
-    """``zipimporter.invalidate_caches`` that keeps the directory read when the archive was opened."""
+def _keep_directory(importer: zipimport.zipimporter) -> None:
+    """``zipimporter.invalidate_caches`` that re-reads an archive's directory only when the archive
+    changed since this importer last read it (and on its first call, when that is unknown)."""
+    try:
+        st = os.stat(importer.archive)
+        stamp: tuple[int, int] | None = (st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = None
+    if stamp is None or getattr(importer, "_pyhudi_stamp", None) != stamp:
+        _reread_directory(importer)
+        importer._pyhudi_stamp = stamp  # type: ignore[attr-defined]
 
 
 def prepare_worker() -> None:
@@ -45,6 +58,7 @@ def prepare_worker() -> None:
     _prepared = True
     if sys.version_info < (3, 12):
         zipimport.zipimporter.invalidate_caches = _keep_directory  # type: ignore[method-assign,assignment]
+    gc.collect()  # garbage left so far is collected, not frozen with the rest
     gc.freeze()
 
 

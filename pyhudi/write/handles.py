@@ -209,8 +209,9 @@ def stats_batch(stats: dict) -> pa.RecordBatch:
 def collect_batches(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     """The non-empty batches a ``mapInArrow`` task receives, as one table (None if there are none).
 
-    The table is one contiguous chunk: ``take`` on a chunked table concatenates the chunks on every
-    call, which made each of 768 file groups (256 buckets, 3 partitions) copy the task's whole input.
+    The batches are combined into one chunk per column (string columns past 2 GiB keep several):
+    ``take`` on a table of many chunks concatenates them on every call, which made each of 768 file
+    groups (256 buckets, 3 partitions) copy the task's whole input. Combining costs one copy.
     """
     items = [b for b in batches if b.num_rows]
     return pa.Table.from_batches(items).combine_chunks() if items else None
@@ -259,7 +260,7 @@ def _split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
         return
     parts = table.column(PARTITION_PATH)
     first, last = parts[0].as_py(), parts[-1].as_py()
-    if first == last and pc.all(pc.equal(parts, first)).as_py():
+    if parts.null_count == 0 and first == last and pc.all(pc.equal(parts, first)).as_py():
         yield first, table
         return
     encoded = parts.combine_chunks().dictionary_encode()
@@ -271,8 +272,10 @@ def _split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
 class _OpenFile:
     def __init__(self, writer: BaseFileWriter, partition: str, fid: str, name: str) -> None:
         self.writer, self.partition, self.fid, self.name = writer, partition, fid, name
-        self.pending: list[pa.Table] = []
+        self.pending: list[pa.Table] = []  # incoming rows; the meta columns are added on flush
         self.pending_bytes = 0
+        # what the commit time, sequence number and file name columns add to a row (values + offsets)
+        self.meta_row_bytes = 2 * len(name) + 32
         self.positions = 0
         self.started = time.monotonic()
 
@@ -303,7 +306,7 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
     def flush(f: _OpenFile) -> None:
         # one write per flush: pyarrow starts a row group per call, and small row groups (one per
         # Arrow batch from Spark) cost dictionary encoding and compression; the meta columns are
-        # built here too, once per row group instead of once per 10k-row Arrow batch
+        # built here too, once per flush instead of once per 10k-row Arrow batch
         if f.pending:
             rows = to_storage_rows(pa.concat_tables(f.pending), schema, ctx, f.name, task, f.positions)
             f.positions += rows.num_rows
@@ -328,7 +331,7 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
             if f is None:
                 f = open_files[partition] = new_file(partition)
             f.pending.append(sub)
-            f.pending_bytes += sub.nbytes
+            f.pending_bytes += sub.nbytes + sub.num_rows * f.meta_row_bytes  # as stored, meta columns too
             if f.pending_bytes >= flush_bytes:
                 flush(f)
                 if f.writer.bytes_written >= limit:
