@@ -14,9 +14,9 @@ runs also print the bytes of the batch's own parquet file (``df.write.parquet`` 
 rows, the yardstick for log writes), then the cost of a compaction. Every run ends with the time of
 a snapshot read (and for merge-on-read, a read-optimized read) that scans a column of every record,
 an incremental pull of the last upsert (files and bytes read against the latest snapshot's) and a
-time travel to the upsert before. Once per codec it prints the floor of a daily
-upsert: one Arrow pass of the batch, and the two Spark jobs of a partition-local write doing nothing
-(count by partition, then a shuffle by partition into a no-op Arrow pass).
+time travel to the upsert before. Once per codec it prints the floor of a daily upsert: one Arrow
+pass of the batch, and the two Spark jobs of a partition-local write doing nothing (count by
+partition, then a shuffle by partition into a no-op Arrow pass).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from conftest import hudi_rs_rows
 
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.spark.pipeline import tasks_for_partitions
-from pyhudi.write.handles import _split_by_partition
+from pyhudi.write.handles import split_by_partition
 from pyhudi.write.partition_writer import MAX_ROWS_PER_TASK, _routes_by_key_range, tag
 
 
@@ -69,16 +69,16 @@ def test_upsert_updates_every_copy_of_a_key_inserted_twice(spark, tmp_path):
     assert results[0] == results[1] == [("k", 3, "upsert"), ("k", 3, "upsert")]
 
 
-def test_bulk_insert_batches_split_by_partition_path():
+def test_bulk_insert_batchessplit_by_partition_path():
     mixed = pa.table({PARTITION_PATH: ["d2", "d1", "d2"], "v": [1, 2, 3]})
-    got = {p: rows.column("v").to_pylist() for p, rows in _split_by_partition(mixed)}
+    got = {p: rows.column("v").to_pylist() for p, rows in split_by_partition(mixed)}
     assert got == {"d2": [1, 3], "d1": [2]}
     # first and last rows agree but the middle one differs: still split
     ends = pa.table({PARTITION_PATH: ["d1", "d2", "d1"], "v": [1, 2, 3]})
-    assert {p: rows.num_rows for p, rows in _split_by_partition(ends)} == {"d1": 2, "d2": 1}
+    assert {p: rows.num_rows for p, rows in split_by_partition(ends)} == {"d1": 2, "d2": 1}
     one = pa.table({PARTITION_PATH: ["d1", "d1"], "v": [1, 2]})
-    assert [(p, rows.num_rows) for p, rows in _split_by_partition(one)] == [("d1", 2)]
-    assert list(_split_by_partition(one.slice(0, 0))) == []
+    assert [(p, rows.num_rows) for p, rows in split_by_partition(one)] == [("d1", 2)]
+    assert list(split_by_partition(one.slice(0, 0))) == []
 
 
 def test_bulk_insert_numbers_records_across_row_groups(spark, tmp_path):
@@ -104,3 +104,6 @@ def test_bulk_insert_numbers_records_across_row_groups(spark, tmp_path):
     prefix = seqnos[0].rsplit("_", 1)[0]
     assert prefix.startswith(res.instant_time)
     assert seqnos == [f"{prefix}_{i}" for i in range(40_000)]
+    rs = hudi_rs_rows(path)  # the independent reader sees every record, numbered the same way
+    assert sorted(r["key"] for r in rs) == [f"k{i:06d}" for i in range(40_000)]
+    assert sorted(r["_hoodie_commit_seqno"] for r in rs) == sorted(seqnos)

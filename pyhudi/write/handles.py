@@ -254,8 +254,9 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
             yield stats_batch(stats)
 
 
-def _split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
-    """(partition path, its rows) of a batch; sorted input mostly brings one partition per batch."""
+def split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
+    """(partition path, its rows) of a table, partitions in order of first appearance; a table of one
+    partition (sorted bulk-insert batches, mostly) is passed through without a copy."""
     if table.num_rows == 0:
         return
     parts = table.column(PARTITION_PATH)
@@ -326,7 +327,7 @@ def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> 
         table = pa.Table.from_batches([batch])
         if IS_DELETE in table.column_names:
             table = table.filter(pc.invert(table.column(IS_DELETE)))
-        for partition, sub in _split_by_partition(table):
+        for partition, sub in split_by_partition(table):
             f = open_files.get(partition)
             if f is None:
                 f = open_files[partition] = new_file(partition)

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from pyhudi.errors import HudiCommitError
 from pyhudi.index.bloom_index import lookup_file
 from pyhudi.index.bucket import bucket_file_id_prefix, bucket_ids
-from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
+from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.write.columns import INDEX_ROW, IS_DELETE
@@ -45,6 +45,7 @@ from pyhudi.write.handles import (
     current_task,
     group_indices,
     run_handle,
+    split_by_partition,
     stats_batch,
     storage_schema_of,
 )
@@ -297,10 +298,7 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
     schema = storage_schema_of(job.ctx)
     task = current_task()
     position = 0  # sequence numbers stay unique across the files this task writes
-    encoded = table.column(PARTITION_PATH).combine_chunks().dictionary_encode()
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    for code, partition in enumerate(encoded.dictionary.to_pylist()):
-        rows = table.filter(pa.array(codes == code))
+    for partition, rows in split_by_partition(table):
         if job.combine:
             rows = combine(rows, job.ctx.precombine_field)
         layout = job.layouts.get(partition)
