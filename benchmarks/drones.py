@@ -1,22 +1,34 @@
-"""Drone workload benchmark: bulk load + daily upserts, copy-on-write and merge-on-read, figures printed.
+"""Drone benchmark: pyhudi against plain Spark parquet and delta-rs, on the same realistic rows.
 
+    .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benchmarks/drones.py [--drones 200 --days 10 --upserts 5]
-                                          [--index SIMPLE,BLOOM,BUCKET] [--codec gzip,snappy]
-                                          [--table-type COPY_ON_WRITE,MERGE_ON_READ]
+        [--codec snappy,gzip] [--table-type COPY_ON_WRITE,MERGE_ON_READ] [--input pandas,persisted]
+        [--index SIMPLE] [--peers spark,delta] [--option KEY=VALUE ...]
 
-For every (codec, index): the bulk-load time against plain ``df.write.parquet`` of the same persisted
-rows, written just before it (so both see the same JVM warmth), and Spark's own floor for a sorted
-bulk load, measured just after it (the sort by partition and key plus a no-op Arrow pass of the
-rows). Then per daily upsert the time, bytes written against the bytes of the two touched day
-partitions, what the index did (files in the affected partitions, left after range pruning, left
-after the bloom check) and the time of the cleaning and archival after the commit. Merge-on-read
-runs also print the bytes of the batch's own parquet file (``df.write.parquet`` of the incoming
-rows, the yardstick for log writes), then the cost of a compaction. Every run ends with the time of
-a snapshot read (and for merge-on-read, a read-optimized read) that scans a column of every record,
-an incremental pull of the last upsert (files and bytes read against the latest snapshot's) and a
-time travel to the upsert before. Once per codec it prints the floor of a daily upsert: one Arrow
-pass of the batch, and the two Spark jobs of a partition-local write doing nothing (count by
-partition, then a shuffle by partition into a no-op Arrow pass).
+The rows are :mod:`workload`'s: 12 columns with a JSON payload, a 10-day bulk load of 2.88M rows,
+then daily upserts of 316,800 rows (a new day and corrections to a tenth of the day before). Every
+system gets them the way it takes them: pyhudi and plain Spark a DataFrame made with
+``spark.createDataFrame(pandas_df)`` (``--input pandas``: one Spark partition per 10,000 rows) or
+the same DataFrame persisted and counted first (``--input persisted``); delta-rs the Arrow table.
+Data generation and DataFrame creation are outside the clock.
+
+Per system: the bulk load, the median daily upsert, the files of the latest snapshot (and the most
+base files any day has after the load and after any upsert), and three queries, each the median of
+five runs after one warm-up, timed from the read call to the result as users see it:
+
+* point: the row of one record key (``filters=F.col("key") == KEY``);
+* count: rows of one day with ``battery < 5``;
+* group-by: ``avg(speed)`` per day over the table.
+
+pyhudi also prints its plan time (``pyhudi.read`` alone), an incremental pull of the last upsert and
+a time travel to the one before, and for merge-on-read a compaction.
+
+The peers: plain Spark parquet partitioned by day (bulk load ``df.write.partitionBy("day")``; an
+upsert reads the batch's days, keeps the latest row per key and replaces those day folders; it reads
+``day`` back as a date, inferred from the folder names) and delta-rs (``write_deltalake`` partitioned
+by day; upserts are ``MERGE`` on key and day, once with a literal ``day IN (...)`` in the predicate,
+which lets delta-rs prune files; queries through its pyarrow dataset). The summary prints the
+ratios the project's targets are stated in.
 """
 
 from __future__ import annotations
@@ -25,242 +37,336 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
-import pyhudi
-from pyhudi.demo import daily_batch, drone_options, readings
-from pyhudi.spark.worker import map_in_arrow
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workload  # noqa: E402  (a sibling module of this script)
+
+import pyhudi  # noqa: E402
+
+POINT_DAY = 4  # the point lookup and the filtered count look at day 5 of the load
+REPEATS = 5
 
 
-def count_rows(batches):  # type: ignore[no-untyped-def]
-    """A no-op ``mapInArrow`` body: reads every batch, returns the row count."""
-    yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+@dataclass
+class Result:
+    system: str
+    load_s: float = 0.0
+    upserts: list[float] = field(default_factory=list)
+    files: int = 0
+    most_per_day: int = 0  # base files of the fullest day, after the load or any upsert
+    point_ms: float = 0.0
+    count_ms: float = 0.0
+    groupby_ms: float = 0.0
+    plan_ms: float | None = None
+
+    @property
+    def upsert_s(self) -> float:
+        return statistics.median(self.upserts) if self.upserts else float("nan")
+
+
+def median_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
+    fn()  # warm-up: the first run compiles Spark's code
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
 
 
 def dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def latest_partition_bytes(table: pyhudi.HudiTable, partition: str) -> int:
-    return sum(b.size for b in table.file_system_view(partitions=[partition]).latest_base_files())
+class Data:
+    """The rows of one run, made once: the load and the daily batches as Arrow tables."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        started = time.perf_counter()
+        self.load = workload.rows(0, args.days, args.drones)
+        self.batches = [workload.daily_batch(args.days + i, args.drones) for i in range(args.upserts)]
+        self.key = f"{workload.day_name(POINT_DAY).replace('-', '')}0700_017"
+        self.day = workload.day_name(POINT_DAY)
+        print(f"rows made in {time.perf_counter() - started:.1f} s: load {self.load.num_rows:,} "
+              f"({self.load.nbytes / self.load.num_rows:.0f} bytes/row in Arrow), "
+              f"{len(self.batches)} batches of {self.batches[0].num_rows:,}" if self.batches else "")
 
 
-def scan_s(spark, path: str, options: dict | None = None) -> tuple[float, int]:
-    """Seconds to read every record's altitude (a real scan, not a metadata count)."""
+def frame(spark, table: pa.Table, kind: str):  # type: ignore[no-untyped-def]
+    df = workload.pandas_frame(spark, table)
+    if kind == "persisted":
+        df = df.persist()
+        df.count()
+    return df
+
+
+# -- pyhudi --------------------------------------------------------------------------------------
+def files_per_day(path: str) -> tuple[int, int]:
+    view = pyhudi.HudiTable(path).file_system_view()
+    counts = [len(view.latest_base_files(p)) for p in view.partitions]
+    return sum(len(view.latest_slices(p)) for p in view.partitions), max(counts, default=0)
+
+
+def run_pyhudi(spark, work: Path, data: Data, args: argparse.Namespace, *, codec: str, table_type: str,
+               kind: str, index: str) -> Result:
     from pyspark.sql import functions as F
 
+    label = f"pyhudi {'COW' if table_type == 'COPY_ON_WRITE' else 'MOR'} {codec} {index} ({kind})"
+    path = str(work / label.replace(" ", "_").replace("(", "").replace(")", ""))
+    opts = {**workload_options(), "hoodie.parquet.compression.codec": codec, "hoodie.index.type": index,
+            "hoodie.datasource.write.table.type": table_type, **dict(o.split("=", 1) for o in args.option)}
+    result = Result(label)
+    load = frame(spark, data.load, kind)
     t = time.perf_counter()
-    row = pyhudi.read(spark, path, options).agg(F.count(F.lit(1)).alias("n"), F.sum("altitude_m")).first()
-    return time.perf_counter() - t, int(row["n"])
+    res = pyhudi.write(load, path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
+    result.load_s = time.perf_counter() - t
+    load.unpersist()
+    files, most = files_per_day(path)
+    print(f"\n[{label}]\n  bulk_insert {data.load.num_rows:,} rows {result.load_s:6.2f} s, "
+          f"{res.stats['bytes_written'] / 1e6:.1f} MB, {files} files, at most {most} per day")
+    result.most_per_day = most
+    instants = [res.instant_time]
+    print(f"  {'day':>4} {'time s':>7} {'count s':>8} {'write s':>8} {'MB':>7} {'new/merged':>11} "
+          f"{'files/day':>9}")
+    for i, table in enumerate(data.batches):
+        batch = frame(spark, table, kind)
+        t = time.perf_counter()
+        res = pyhudi.write(batch, path, {**opts, "hoodie.datasource.write.operation": "upsert"})
+        result.upserts.append(time.perf_counter() - t)
+        batch.unpersist()
+        instants.append(res.instant_time)
+        files, most = files_per_day(path)
+        result.most_per_day = max(result.most_per_day, most)
+        s = res.stats
+        print(f"  {i + 1:>4} {result.upserts[-1]:7.2f} {s.get('partitions_s', 0):8.2f} {s.get('write_s', 0):8.2f} "
+              f"{s['bytes_written'] / 1e6:7.1f} {s['files_created']:>5}/{s['files_merged']:<5} {most:>9}")
+    result.files = files
+    key, day = data.key, data.day
+    result.plan_ms = median_ms(lambda: pyhudi.read(spark, path))
+    result.point_ms = median_ms(lambda: pyhudi.read(spark, path, filters=F.col("key") == key).collect())
+    result.count_ms = median_ms(
+        lambda: pyhudi.read(spark, path, filters=f"day = '{day}' AND battery < 5").count())
+    result.groupby_ms = median_ms(lambda: pyhudi.read(spark, path).groupBy("day").agg(F.avg("speed")).collect())
+    print(f"  median upsert {result.upsert_s:.2f} s; plan {result.plan_ms:.0f} ms; point {result.point_ms:.0f} ms, "
+          f"count {result.count_ms:.0f} ms, group-by {result.groupby_ms:.0f} ms")
+    incremental_pull(spark, path, instants)
+    if table_type == "MERGE_ON_READ":
+        t = time.perf_counter()
+        done = pyhudi.compact(spark, path)
+        compact_s = time.perf_counter() - t
+        after = median_ms(lambda: pyhudi.read(spark, path).groupBy("day").agg(F.avg("speed")).collect())
+        print(f"  compaction of {len(done)} plan(s) {compact_s:.2f} s; group-by after it {after:.0f} ms")
+    return result
 
 
-def batch_parquet_bytes(batch, work: Path, codec: str) -> int:
-    target = work / "batch_yardstick"
-    batch.write.option("compression", codec).mode("overwrite").parquet(str(target))
-    return sum(f.stat().st_size for f in target.glob("*.parquet"))
+def workload_options() -> dict[str, str]:
+    return {"hoodie.table.name": "drones", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts"}
 
 
 def incremental_pull(spark, path: str, instants: list[str]) -> None:
-    """The pull of the last daily upsert, and a time travel to the one before: files and bytes read."""
-    from pyhudi.config import HudiConfig
-    from pyhudi.spark.reader import plan_query
-
-    table = pyhudi.HudiTable(path)
-    latest = plan_query(table, HudiConfig.of({})).files
-    incr_opts = {"hoodie.datasource.query.type": "incremental",
-                 "hoodie.datasource.read.begin.instanttime": instants[-2]}
-    pulled = plan_query(table, HudiConfig.of(incr_opts)).files
-    t = time.perf_counter()
-    rows = pyhudi.read(spark, path, incr_opts).count()
-    pull_s = time.perf_counter() - t
-    print(f"  incremental pull of the last upsert: {rows:,} rows in {pull_s:.2f} s, reading {len(pulled)} of "
-          f"{len(latest)} files, {sum(b for _, b in pulled) / 1e6:.1f} of {sum(b for _, b in latest) / 1e6:.1f} MB "
-          f"of the latest snapshot")
-    back_s, back_rows = scan_s(spark, path, {"as.of.instant": instants[-2]})
-    print(f"  time travel to the upsert before: {back_rows:,} rows, scan {back_s:.2f} s")
-
-
-def floor(spark, work: Path, args: argparse.Namespace, codec: str) -> None:
-    """What pyhudi's Spark plumbing costs for a daily batch before any work: one Arrow pass of it
-    through (prepared) Python workers, ``mapInArrow`` doing nothing; the two jobs of a
-    partition-local write doing nothing, routed as pyhudi routes them; and pyarrow writing the batch
-    as one parquet file."""
-    import pyarrow.parquet as pq
+    """The pull of the last daily upsert and a time travel to the one before."""
     from pyspark.sql import functions as F
 
-    from pyhudi.io.avro_schema import PARTITION_PATH
-    from pyhudi.spark.pipeline import by_partition, route, tasks_for_partitions
-
-    batch = daily_batch(spark, args.days, args.drones).withColumn(PARTITION_PATH, F.col("day")).persist()
-    batch.count()
-
-    def two_jobs() -> None:
-        counts = {r[PARTITION_PATH]: r["count"] for r in batch.groupBy(PARTITION_PATH).count().collect()}
-        task_of = tasks_for_partitions(counts, spark.sparkContext.defaultParallelism)
-        routed = route(batch, by_partition(task_of), max(task_of.values()) + 1)
-        map_in_arrow(routed, count_rows, "n long").collect()
-
-    passes, local = [], []
-    for _ in range(3):
-        t = time.perf_counter()
-        map_in_arrow(batch, count_rows, "n long").collect()
-        passes.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        two_jobs()
-        local.append(time.perf_counter() - t)
-    table = pa.Table.from_pandas(batch.drop(PARTITION_PATH).toPandas(), preserve_index=False)
+    if len(instants) < 2:
+        return
+    opts = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": instants[-2]}
     t = time.perf_counter()
-    pq.write_table(table, str(work / "batch.parquet"), compression=codec)
-    write_s = time.perf_counter() - t
-    batch.unpersist()
-    print(f"  floor of a daily batch ({table.num_rows:,} rows): one Arrow pass through Spark's Python workers "
-          f"{statistics.median(passes):.2f} s; count by partition + shuffle by partition + no-op Arrow pass "
-          f"{statistics.median(local):.2f} s; pyarrow alone writes it in {write_s:.2f} s")
-
-
-def plain_write(load, work: Path, codec: str) -> tuple[float, int]:
-    """``df.write.parquet`` of the persisted bulk-load rows, the yardstick of a bulk insert: seconds
-    and bytes (into a fresh directory, so no deletion is timed)."""
-    out = Path(tempfile.mkdtemp(dir=work, prefix="plain-"))
+    pulled = pyhudi.read(spark, path, opts).count()
+    pull_s = time.perf_counter() - t
     t = time.perf_counter()
-    load.write.option("compression", codec).mode("overwrite").parquet(str(out))
-    elapsed = time.perf_counter() - t
-    size = dir_bytes(out)
-    shutil.rmtree(out, ignore_errors=True)
-    return elapsed, size
+    back = pyhudi.read(spark, path, {"as.of.instant": instants[-2]}).agg(F.count(F.lit(1))).first()[0]
+    print(f"  incremental pull of the last upsert {pulled:,} rows in {pull_s:.2f} s; time travel to the "
+          f"upsert before {back:,} rows in {time.perf_counter() - t:.2f} s")
 
 
-def sort_floor_s(load) -> float:
-    """Spark's sort of the bulk-load rows by (day, key) plus a no-op Arrow pass: what a GLOBAL_SORT
-    bulk insert costs before it writes anything."""
-    n = load.rdd.getNumPartitions()
+# -- plain Spark ---------------------------------------------------------------------------------
+def run_plain(spark, work: Path, data: Data, args: argparse.Namespace, *, codec: str, kind: str) -> Result:
+    from pyspark.sql import functions as F
+
+    result = Result(f"plain Spark parquet {codec} ({kind})")
+    path = work / f"plain_{codec}_{kind}"
+    load = frame(spark, data.load, kind)
     t = time.perf_counter()
-    map_in_arrow(load.repartitionByRange(n, "day", "key").sortWithinPartitions("day", "key"), count_rows,
-                 "n long").collect()
-    return time.perf_counter() - t
-
-
-def run(spark, work: Path, args: argparse.Namespace, codec: str, index: str,
-        table_type: str = "COPY_ON_WRITE") -> tuple[float, float]:
-    mor = table_type == "MERGE_ON_READ"
-    table_path = str(work / f"drones_{codec}_{index}_{table_type}")
-    extra = {"hoodie.parquet.compression.codec": codec, "hoodie.index.type": index,
-             "hoodie.datasource.write.table.type": table_type, **dict(o.split("=", 1) for o in args.option)}
-    if index == "BUCKET":
-        extra["hoodie.bucket.index.num.buckets"] = str(args.buckets)
-    opts = drone_options(**extra)
-    rows_per_day = 1440 * args.drones
-    load = readings(spark, 0, args.days, args.drones).persist()  # in memory, as for the plain write
-    load.count()
-    plain_s, plain_bytes = plain_write(load, work, codec)
-    t = time.perf_counter()
-    res = pyhudi.write(load, table_path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
-    bulk_s = time.perf_counter() - t
-    sorted_load = opts.get("hoodie.bulkinsert.sort.mode", "GLOBAL_SORT") == "GLOBAL_SORT"
-    sort_s = sort_floor_s(load) if sorted_load else None  # after the bulk load, so it cannot warm it up
+    load.write.option("compression", codec).partitionBy("day").parquet(str(path))
+    result.load_s = time.perf_counter() - t
     load.unpersist()
-    print(f"\n[{table_type} / {codec} / {index}{f' ({args.buckets} buckets)' if index == 'BUCKET' else ''}]")
-    print(f"  bulk_insert {args.days * rows_per_day:,} rows  {bulk_s:6.2f} s  "
-          f"{res.stats['bytes_written'] / 1e6:7.1f} MB  ({bulk_s / plain_s:.2f}x plain, "
-          f"{res.stats['files_created']} files)")
-    print(f"    plain df.write.parquet of the same rows just before: {plain_s:.2f} s, "
-          f"{plain_bytes / 1e6:.1f} MB"
-          + (f"; Spark's sort by (day, key) + no-op Arrow pass: {sort_s:.2f} s ({sort_s / plain_s:.2f}x plain)"
-             if sort_s is not None else ""))
-    print(f"  {'day':>4} {'time s':>7} {'written MB':>11} {'2 parts MB':>11} {'ratio':>6} {'new/merged':>11}"
-          f" {'files':>6} {'pruned':>7} {'bloom':>6} {'keys chk':>9} {'false+':>7} {'clean s':>7}"
-          + (f" {'batch MB':>9} {'w/batch':>8} {'log MB':>7}" if mor else ""))
-    times = []
-    instants = [res.instant_time]
-    for i in range(args.upserts):
-        # the batch is in memory before the clock starts, as it is for the peers we compare with
-        batch = daily_batch(spark, args.days + i, args.drones).persist()
-        batch.count()
+    columns = data.load.column_names
+    for i, table in enumerate(data.batches):
+        batch = frame(spark, table, kind)
+        staging = work / f"plain_staging_{i}"
         t = time.perf_counter()
-        res = pyhudi.write(batch, table_path, {**opts, "hoodie.datasource.write.operation": "upsert"})
-        elapsed = time.perf_counter() - t
-        times.append(elapsed)
-        instants.append(res.instant_time)
-        table = pyhudi.HudiTable(table_path)
-        parts = sorted({s.partitionPath for s in res.write_stats})
-        touched = sum(latest_partition_bytes(table, p) for p in parts)
-        ix = res.stats.get("index", {})
-        yardstick = ""
-        if mor:
-            own = batch_parquet_bytes(batch, work, codec)
-            log_mb = sum(st.totalWriteBytes for st in res.write_stats if st.is_log) / 1e6
-            yardstick = f" {own / 1e6:9.2f} {res.stats['bytes_written'] / own:8.2f} {log_mb:7.2f}"
-        print(f"  {i + 1:>4} {elapsed:7.2f} {res.stats['bytes_written'] / 1e6:11.2f} {touched / 1e6:11.2f} "
-              f"{res.stats['bytes_written'] / max(1, touched):6.2f} "
-              f"{res.stats['files_created']:>5}/{res.stats['files_merged']:<5} "
-              f"{ix.get('files_in_partitions', '-'):>6} {ix.get('files_after_range_pruning', '-'):>7} "
-              f"{ix.get('files_after_bloom', '-'):>6} {ix.get('keys_checked', '-'):>9} "
-              f"{ix.get('false_positives', '-'):>7} {res.stats.get('services_s', 0):7.2f}{yardstick}")
+        days = [r[0] for r in batch.select("day").distinct().collect()]
+        stored = spark.read.parquet(str(path)).where(F.col("day").isin(days)) \
+            .withColumn("day", F.date_format("day", "yyyy-MM-dd"))
+        rows = stored.select(*columns).unionByName(batch.select(*columns))
+        latest = rows.groupBy("key", "day").agg(F.max_by(F.struct(*columns), "ts").alias("r")).select("r.*")
+        latest.write.option("compression", codec).partitionBy("day").parquet(str(staging))
+        for d in days:  # replace the day folders the batch touched
+            shutil.rmtree(path / f"day={d}", ignore_errors=True)
+            shutil.move(str(staging / f"day={d}"), str(path / f"day={d}"))
+        spark.catalog.refreshByPath(str(path))  # Spark caches the listing of a path it read
+        result.upserts.append(time.perf_counter() - t)
+        shutil.rmtree(staging, ignore_errors=True)
         batch.unpersist()
-    median = statistics.median(times)
-    view = pyhudi.HudiTable(table_path).file_system_view()
-    per_partition = [len(view.latest_base_files(p)) for p in view.partitions]
-    read_s, total = scan_s(spark, table_path)
-    expected = (args.days + args.upserts) * rows_per_day
-    print(f"  median upsert {median:.2f} s; files per partition {min(per_partition)}-{max(per_partition)}; "
-          f"rows {total:,} ({'ok' if total == expected else f'EXPECTED {expected:,}'})")
-    print(f"  snapshot read (scan of every record) {read_s:.2f} s")
-    incremental_pull(spark, table_path, instants)
-    if mor:
-        ro_s, ro_rows = scan_s(spark, table_path, {"hoodie.datasource.query.type": "read_optimized"})
-        print(f"  read-optimized read {ro_s:.2f} s ({ro_rows:,} rows: base files only)")
+    day_dirs = [d for d in path.iterdir() if d.is_dir()]
+    per_day = [len(list(d.glob("*.parquet"))) for d in day_dirs]
+    result.files, result.most_per_day = sum(per_day), max(per_day)
+    key, day = data.key, data.day
+    result.point_ms = median_ms(lambda: spark.read.parquet(str(path)).where(F.col("key") == key).collect())
+    result.count_ms = median_ms(
+        lambda: spark.read.parquet(str(path)).where(f"day = '{day}' AND battery < 5").count())
+    result.groupby_ms = median_ms(
+        lambda: spark.read.parquet(str(path)).groupBy("day").agg(F.avg("speed")).collect())
+    print(f"\n[{result.system}]\n  load {result.load_s:.2f} s, median upsert {result.upsert_s:.2f} s, "
+          f"{result.files} files; point {result.point_ms:.0f} ms, count {result.count_ms:.0f} ms, "
+          f"group-by {result.groupby_ms:.0f} ms")
+    return result
+
+
+# -- delta-rs ------------------------------------------------------------------------------------
+def run_delta(work: Path, data: Data, *, codec: str, literal: bool) -> Result:
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable, WriterProperties, write_deltalake
+
+    result = Result(f"delta-rs merge key+day{' + literal day IN' if literal else ''} {codec}")
+    path = str(work / f"delta_{codec}_{literal}")
+    props = WriterProperties(compression=codec.upper())
+    t = time.perf_counter()
+    write_deltalake(path, data.load, partition_by=["day"], writer_properties=props)
+    result.load_s = time.perf_counter() - t
+    for table in data.batches:
         t = time.perf_counter()
-        done = pyhudi.compact(spark, table_path)
-        compact_s = time.perf_counter() - t
-        meta = pyhudi.HudiTable(table_path).timeline.commit_metadata(
-            pyhudi.HudiTable(table_path).timeline.find(done[0])) if done else None
-        if meta is not None:
-            print(f"  compaction {compact_s:.2f} s: {len(meta.write_stats())} file slices, "
-                  f"{meta.total('totalLogFilesCompacted')} log files, {meta.total('totalWriteBytes') / 1e6:.1f} MB "
-                  f"written")
-        read_s, total = scan_s(spark, table_path)
-        print(f"  snapshot read after compaction {read_s:.2f} s ({total:,} rows)")
-    return median, bulk_s / plain_s
+        predicate = "t.key = s.key AND t.day = s.day"
+        if literal:
+            days = sorted(set(table.column("day").to_pylist()))
+            predicate += " AND t.day IN (" + ", ".join(f"'{d}'" for d in days) + ")"
+        (DeltaTable(path).merge(table, predicate=predicate, source_alias="s", target_alias="t",
+                                writer_properties=props)
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+        result.upserts.append(time.perf_counter() - t)
+    dt = DeltaTable(path)
+    files = dt.file_uris()
+    per_day: dict[str, int] = {}
+    for uri in files:
+        day = uri.split("day=")[1].split("/")[0]
+        per_day[day] = per_day.get(day, 0) + 1
+    result.files, result.most_per_day = len(files), max(per_day.values())
+    key, day = data.key, data.day
+    result.point_ms = median_ms(lambda: DeltaTable(path).to_pyarrow_dataset().to_table(filter=pc.field("key") == key))
+    result.count_ms = median_ms(lambda: DeltaTable(path).to_pyarrow_dataset().count_rows(
+        filter=(pc.field("day") == day) & (pc.field("battery") < 5)))
+    result.groupby_ms = median_ms(lambda: DeltaTable(path).to_pyarrow_dataset().to_table(
+        columns=["day", "speed"]).group_by("day").aggregate([("speed", "mean")]))
+    print(f"\n[{result.system}]\n  load {result.load_s:.2f} s, median upsert {result.upsert_s:.2f} s, "
+          f"{result.files} files; point {result.point_ms:.0f} ms, count {result.count_ms:.0f} ms, "
+          f"group-by {result.groupby_ms:.0f} ms")
+    return result
+
+
+# -- summary -------------------------------------------------------------------------------------
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def summary(results: list[Result], args: argparse.Namespace) -> None:
+    print(f"\n{'system':<48} {'load s':>7} {'upsert s':>9} {'files':>6} {'most/day':>9} {'point ms':>9} "
+          f"{'count ms':>9} {'group-by ms':>12} {'plan ms':>8}")
+    for r in results:
+        plan = f"{r.plan_ms:8.0f}" if r.plan_ms is not None else f"{'-':>8}"
+        print(f"{r.system:<48} {r.load_s:7.2f} {r.upsert_s:9.2f} {r.files:6d} {r.most_per_day:9d} {r.point_ms:9.0f} "
+              f"{r.count_ms:9.0f} {r.groupby_ms:12.0f} {plan}")
+    by = {r.system: r for r in results}
+    print("\nagainst the peers (same run):")
+    for codec in args.codec.split(","):
+        delta = by.get(f"delta-rs merge key+day {codec}")
+        literal = by.get(f"delta-rs merge key+day + literal day IN {codec}")
+        for kind in args.input.split(","):
+            plain = by.get(f"plain Spark parquet {codec} ({kind})")
+            for index in args.index.split(","):
+                cow = by.get(f"pyhudi COW {codec} {index} ({kind})")
+                mor = by.get(f"pyhudi MOR {codec} {index} ({kind})")
+                tag = f"{codec}, {index}, {kind}"
+                if cow and delta:
+                    print(f"  COW upsert / delta-rs merge [{tag}]: {ratio(cow.upsert_s, delta.upsert_s)} "
+                          "(target <= 1.0x)")
+                if mor and literal:
+                    print(f"  MOR upsert / delta-rs merge with literal days [{tag}]: "
+                          f"{ratio(mor.upsert_s, literal.upsert_s)} (target <= 1.5x)")
+                for r in (cow, mor):
+                    if r and plain:
+                        print(f"  {r.system}: load / plain Spark load {ratio(r.load_s, plain.load_s)} "
+                              f"(target <= 1.0x); queries / plain Spark: point {ratio(r.point_ms, plain.point_ms)}, "
+                              f"count {ratio(r.count_ms, plain.count_ms)}, "
+                              f"group-by {ratio(r.groupby_ms, plain.groupby_ms)}")
+                if cow and mor:
+                    print(f"  MOR queries / COW queries [{tag}]: point {ratio(mor.point_ms, cow.point_ms)}, count "
+                          f"{ratio(mor.count_ms, cow.count_ms)}, group-by {ratio(mor.groupby_ms, cow.groupby_ms)} "
+                          "(target <= 1.5x)")
+    most = max((r.most_per_day for r in results if r.system.startswith("pyhudi")), default=0)
+    print(f"  pyhudi: at most {most} base files in any day after the load and after every upsert (target <= 2)")
+
+
+def warm_up(spark, work: Path) -> None:
+    """JVM and Python workers warm before the clock: every write path and query shape once, small."""
+    from pyspark.sql import functions as F
+
+    small = workload.rows(0, 2, 5)
+    path = str(work / "warmup")
+    for table_type in ("COPY_ON_WRITE", "MERGE_ON_READ"):
+        target = f"{path}_{table_type}"
+        pyhudi.write(workload.pandas_frame(spark, small), target,
+                     {**workload_options(), "hoodie.datasource.write.table.type": table_type,
+                      "hoodie.datasource.write.operation": "bulk_insert"})
+        pyhudi.write(workload.pandas_frame(spark, workload.daily_batch(2, 5)), target,
+                     {**workload_options(), "hoodie.datasource.write.operation": "upsert"})
+        pyhudi.read(spark, target, filters=F.col("key") == "x").collect()
+        pyhudi.read(spark, target).groupBy("day").agg(F.avg("speed")).collect()
+    workload.pandas_frame(spark, small).write.partitionBy("day").parquet(path + "_plain")
+    spark.read.parquet(path + "_plain").groupBy("day").agg(F.avg("speed")).collect()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--drones", type=int, default=200)
     parser.add_argument("--days", type=int, default=10)
     parser.add_argument("--upserts", type=int, default=5)
-    parser.add_argument("--index", default="SIMPLE,BLOOM,BUCKET", help="comma-separated hoodie.index.type values")
-    parser.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets for BUCKET")
-    parser.add_argument("--table-type", default="COPY_ON_WRITE",
-                        help="comma-separated: COPY_ON_WRITE, MERGE_ON_READ")
+    parser.add_argument("--codec", default="snappy,gzip", help="comma-separated codecs (Hudi's default: gzip)")
+    parser.add_argument("--table-type", default="COPY_ON_WRITE,MERGE_ON_READ")
+    parser.add_argument("--input", default="pandas,persisted", help="pandas and/or persisted DataFrames")
+    parser.add_argument("--index", default="SIMPLE", help="comma-separated hoodie.index.type values")
+    parser.add_argument("--peers", default="spark,delta", help="spark and/or delta, or none")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra hoodie.* option for every run, e.g. hoodie.logfile.data.block.format=parquet")
-    parser.add_argument("--codec", default="gzip",
-                        help="comma-separated hoodie.parquet.compression.codec values (Hudi's default: gzip)")
+                        help="extra hoodie.* option for every pyhudi write")
     args = parser.parse_args()
     spark = pyhudi.spark_session()
     work = Path(tempfile.mkdtemp(prefix="pyhudi-bench-"))
-    print(f"drones={args.drones} days={args.days} upserts={args.upserts} rows/day={1440 * args.drones:,} "
-          f"cores={os.cpu_count()}")
-    # warm up the JVM and Python workers so the first measurement is not start-up
-    readings(spark, 0, 1, 5).write.mode("overwrite").parquet(str(work / "warmup"))
-    for day, operation in ((0, "bulk_insert"), (1, "upsert")):  # both write paths, JIT-compiled before the clock
-        pyhudi.write(daily_batch(spark, day, 5) if day else readings(spark, 0, 1, 5), str(work / "warmup_hudi"),
-                     {**drone_options(), "hoodie.datasource.write.operation": operation})
-    summary = []
+    print(f"drones={args.drones} days={args.days} upserts={args.upserts} cores={os.cpu_count()}")
+    data = Data(args)
+    warm_up(spark, work)
+    peers = args.peers.split(",")
+    results: list[Result] = []
     for codec in args.codec.split(","):
         print(f"\n=== codec {codec}")
-        floor(spark, work, args, codec)
-        for table_type in args.table_type.split(","):
-            for index in args.index.split(","):
-                median, ratio = run(spark, work, args, codec, index.strip().upper(), table_type.strip().upper())
-                summary.append((table_type, codec, index, median, ratio))
-    print("\nmedian daily upsert, bulk insert against plain:")
-    for table_type, codec, index, median, ratio in summary:
-        print(f"  {table_type:>13} {codec:>7} {index:>7} {median:6.2f} s  {ratio:5.2f}x")
+        if "delta" in peers:
+            results += [run_delta(work, data, codec=codec, literal=literal) for literal in (False, True)]
+        for kind in args.input.split(","):
+            if "spark" in peers:
+                results.append(run_plain(spark, work, data, args, codec=codec, kind=kind))
+            for table_type in args.table_type.split(","):
+                for index in args.index.split(","):
+                    results.append(run_pyhudi(spark, work, data, args, codec=codec, table_type=table_type.strip(),
+                                              kind=kind, index=index.strip().upper()))
+    summary(results, args)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 

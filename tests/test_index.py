@@ -84,8 +84,8 @@ def test_interop_filters_answer_for_their_keys(interop_dir, tmp_path):
 @pytest.mark.parametrize("local", ["true", "false"])  # one task per partition, or Hudi's distributed stages
 def test_bloom_upsert_prunes_by_range_and_records_stats(spark, tmp_path, capsys, local):
     path = str(tmp_path / "t")
-    # a globally sorted bulk insert in 8 tasks: each file holds a narrow, disjoint slice of the keys
-    opts = drone_options(**{"hoodie.index.type": "BLOOM", "hoodie.bulkinsert.shuffle.parallelism": "8",
+    # a globally sorted bulk insert into small files: each holds a narrow, disjoint slice of the keys
+    opts = drone_options(**{"hoodie.index.type": "BLOOM", "hoodie.parquet.max.file.size": "40000",
                             "pyhudi.write.partition.local": local})
     pyhudi.write(readings(spark, 0, 2, 10), path, {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
     files_before = len(pyhudi.HudiTable(path).file_system_view().latest_base_files("2024-01-02"))

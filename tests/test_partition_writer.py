@@ -6,9 +6,9 @@ import pyarrow as pa
 from conftest import hudi_rs_rows
 
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
-from pyhudi.spark.pipeline import tasks_for_partitions
 from pyhudi.write.handles import split_by_partition
-from pyhudi.write.partition_writer import MAX_ROWS_PER_TASK, _routes_by_key_range, tag
+from pyhudi.write.partition_writer import _routes_by_key_range, tag
+from pyhudi.write.plan import MAX_ROWS_PER_TASK, pack_tasks
 
 
 def test_tag_gives_one_row_per_file_group_holding_the_key():
@@ -37,9 +37,9 @@ def test_insert_ranges_follow_weights_and_never_split_a_key():
 
 
 def test_partitions_get_a_task_each_or_are_packed_under_the_row_budget():
-    assert tasks_for_partitions({"b": 5, "a": 9}, 2) == {"a": 0, "b": 1}
+    assert pack_tasks({"b": 5, "a": 9}, 2) == {"a": 0, "b": 1}
     counts = {f"p{i:03d}": MAX_ROWS_PER_TASK // 2 for i in range(40)}
-    task_of = tasks_for_partitions(counts, 2)
+    task_of = pack_tasks(counts, 2)
     load: dict[int, int] = {}
     for p, t in task_of.items():
         load[t] = load.get(t, 0) + counts[p]

@@ -31,6 +31,7 @@ from pyhudi.config import DEFAULT_PAYLOAD
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, RECORD_KEY
 from pyhudi.io.base_file import align
+from pyhudi.io.keys import first_of_runs
 from pyhudi.io.log_format import (
     ROLLBACK_COMMAND,
     BlockType,
@@ -159,16 +160,6 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
     return scan
 
 
-def _first_of_runs(sorted_keys: pa.Array) -> np.ndarray:
-    """Mask of the first element of every run of equal values in a sorted array."""
-    n = len(sorted_keys)
-    first = np.ones(n, dtype=bool)
-    if n > 1:
-        first[1:] = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, n - 1)).to_numpy(
-            zero_copy_only=False)
-    return first
-
-
 def _last_deletes(scan: LogScan) -> pa.Table | None:
     """One row per deleted key: the last delete of it (key, block position, ordering)."""
     if not scan.deletes:
@@ -177,10 +168,10 @@ def _last_deletes(scan: LogScan) -> pa.Table | None:
         _POS, pa.array(np.full(t.num_rows, pos, dtype=np.int64))) for pos, t in scan.deletes if t.num_rows]
     if not parts:
         return None
-    table = pa.concat_tables(parts)
+    table = pa.concat_tables(parts, promote_options="default")  # a block of default orderings has null values
     order = pc.sort_indices(table, sort_keys=[("record_key", "ascending"), (_POS, "descending")])
     table = table.take(order)
-    return table.filter(pa.array(_first_of_runs(table.column("record_key").combine_chunks())))
+    return table.filter(pa.array(first_of_runs(table.column("record_key").combine_chunks())))
 
 
 def _delete_ordering(values: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray | None:
@@ -188,6 +179,22 @@ def _delete_ordering(values: pa.ChunkedArray, target: pa.DataType) -> pa.Chunked
         return values.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # not comparable with the ordering field: the delete wins by block order
+
+
+def _beaten(work: pa.Table, keys: pa.ChunkedArray, deletes: pa.Table, ordering: str | None) -> pa.ChunkedArray:
+    """Mask of the records a later delete of their key removes (``work`` has their block positions):
+    all of them, unless the delete carries a real ordering value and the record's is larger."""
+    at = pc.index_in(keys, value_set=deletes.column("record_key"))
+    hit = pc.is_valid(at)
+    filled = pc.fill_null(at, 0)
+    beaten = pc.and_(hit, pc.less(work.column(_POS), pc.take(deletes.column(_POS), filled)))
+    if ordering is not None:
+        del_order = _delete_ordering(deletes.column("ordering_value"), work.schema.field(ordering).type)
+        if del_order is not None:
+            is_default = pc.take(deletes.column("ordering_is_default"), filled)
+            larger = pc.fill_null(pc.greater(work.column(ordering), pc.take(del_order, filled)), False)
+            beaten = pc.and_(beaten, pc.invert(pc.and_(pc.invert(is_default), larger)))
+    return beaten
 
 
 def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
@@ -213,18 +220,7 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
     ordering = spec.ordering_field if spec.ordering_field in schema.names else None
 
     if deletes is not None and n:
-        at = pc.index_in(keys, value_set=deletes.column("record_key"))
-        hit = pc.is_valid(at)
-        filled = pc.fill_null(at, 0)
-        del_pos = pc.take(deletes.column(_POS), filled)
-        beaten = pc.and_(hit, pc.less(work.column(_POS), del_pos))
-        if ordering is not None:
-            del_order = _delete_ordering(deletes.column("ordering_value"), combined.schema.field(ordering).type)
-            if del_order is not None:
-                is_default = pc.take(deletes.column("ordering_is_default"), filled)
-                larger = pc.fill_null(pc.greater(combined.column(ordering), pc.take(del_order, filled)), False)
-                beaten = pc.and_(beaten, pc.invert(pc.and_(pc.invert(is_default), larger)))
-        work = work.filter(pc.invert(beaten))
+        work = work.filter(pc.invert(_beaten(work, keys, deletes, ordering)))
 
     is_log = pc.greater_equal(work.column(_POS), 0)
     work = work.append_column("_pyhudi_is_log", is_log)
@@ -238,7 +234,7 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
     sort_keys += [(_POS, "descending"), (_ROW, "descending")]
     order = pc.sort_indices(work, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     ordered = work.take(order)
-    winners = ordered.filter(pa.array(_first_of_runs(ordered.column(RECORD_KEY).combine_chunks())))
+    winners = ordered.filter(pa.array(first_of_runs(ordered.column(RECORD_KEY).combine_chunks())))
     updated = int(pc.sum(winners.column("_pyhudi_is_log")).as_py() or 0)
     out = winners.select(schema.names)
     out = _drop_soft_deleted(out)
@@ -279,3 +275,53 @@ def read_slice(storage: Storage, piece: SliceToRead, schema: pa.Schema, spec: Me
     scan = scan_logs(storage, piece.log_files, schema, visibility)
     merged, counts = merge_slice(base, scan, schema, spec)
     return merged, counts, scan
+
+
+#: Columns :func:`log_state` adds to the record columns of each key
+LOG_RECORD = "_pyhudi_log_record"  # the key has a log record that survived the log's deletes
+LOG_DELETED = "_pyhudi_log_deleted"  # the log deletes the key after any base record
+LOG_DELETE_ORDER = "_pyhudi_log_delete_order"  # that delete's real ordering value (null: none)
+
+
+def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
+    """What a slice's log blocks say of every key they hold, for a merge with the base file done
+    elsewhere (a Spark join, see :mod:`pyhudi.spark.merged`); the same rules as :func:`merge_slice`.
+
+    One row per key: the winning log record (the record columns; null with ``LOG_RECORD`` false when
+    the log's own deletes removed every record of the key), whether the log deletes the key after
+    any base record (``LOG_DELETED``) and that delete's ordering value when it has a real one
+    (``LOG_DELETE_ORDER``). A base record then survives the delete only if its ordering value is
+    larger, and competes with the log record as in :func:`merge_slice`.
+    """
+    ordering = spec.ordering_field if spec.ordering_field in schema.names else None
+    deletes = _last_deletes(scan)
+    records = pa.concat_tables([t for _, t in scan.data]) if scan.data else schema.empty_table()
+    positions = np.concatenate([np.full(t.num_rows, pos, dtype=np.int64) for pos, t in scan.data]) \
+        if scan.data else np.zeros(0, dtype=np.int64)
+    work = records.append_column(_POS, pa.array(positions)).append_column(
+        _ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
+    if deletes is not None and work.num_rows:
+        work = work.filter(pc.invert(_beaten(work, work.column(RECORD_KEY), deletes, ordering)))
+    sort_keys = [(RECORD_KEY, "ascending")] + ([(ordering, "descending")] if ordering else []) + \
+        [(_POS, "descending"), (_ROW, "descending")]
+    ordered = work.take(pc.sort_indices(work, sort_keys=[(n, o, "at_end") for n, o in sort_keys]))
+    winners = ordered.filter(pa.array(first_of_runs(ordered.column(RECORD_KEY).combine_chunks()))).select(schema.names)
+    winners = winners.append_column(LOG_RECORD, pa.repeat(pa.scalar(True), winners.num_rows))
+    if deletes is not None:
+        only_deleted = deletes.filter(pc.invert(pc.is_in(deletes.column("record_key"),
+                                                         value_set=winners.column(RECORD_KEY).combine_chunks())))
+        empty = align(pa.table({RECORD_KEY: only_deleted.column("record_key").cast(pa.string())}), schema)
+        winners = pa.concat_tables([winners, empty.append_column(
+            LOG_RECORD, pa.repeat(pa.scalar(False), empty.num_rows))])
+    keys = winners.column(RECORD_KEY)
+    deleted = pa.repeat(pa.scalar(False), winners.num_rows)
+    order_type = schema.field(ordering).type if ordering else pa.string()
+    delete_order = pa.nulls(winners.num_rows, order_type)
+    if deletes is not None and winners.num_rows:
+        at = pc.index_in(keys, value_set=deletes.column("record_key"))
+        deleted = pc.is_valid(at)
+        cast = _delete_ordering(deletes.column("ordering_value"), order_type) if ordering else None
+        if cast is not None:
+            real = pc.if_else(pc.invert(deletes.column("ordering_is_default")), cast, pa.nulls(len(cast), order_type))
+            delete_order = pc.take(real, at)
+    return winners.append_column(LOG_DELETED, deleted).append_column(LOG_DELETE_ORDER, delete_order)

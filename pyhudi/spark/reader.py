@@ -8,76 +8,35 @@ any file is listed in them.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.utils import AnalysisException
 
 from pyhudi import config as C
-from pyhudi.config import HudiConfig
+from pyhudi.config import HudiConfig, parse_bool
 from pyhudi.errors import HudiConfigError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.spec import DEFAULT_PARTITION
 from pyhudi.read.incremental import plan_incremental
 from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import Retention
-from pyhudi.spark.merged import read_merged
+from pyhudi.read.skipping import Predicate, columns_of, footers, prune_partition_paths, skip_files
+from pyhudi.spark.filters import to_predicate
+from pyhudi.spark.merged import FILE_ID, merge_with_logs, read_merged, with_file_id
 from pyhudi.table.fs_view import FileSlice, FileSystemView
+from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import WRITE_ACTIONS
 
 log = logging.getLogger("pyhudi")
-
-
-def _partition_values(path: str, fields: tuple[str, ...], hive: bool, encoded: bool) -> dict[str, str | None] | None:
-    parts = path.split("/") if path else []
-    if len(parts) != len(fields):
-        return None
-    out: dict[str, str | None] = {}
-    for name, part in zip(fields, parts):
-        if hive:
-            if "=" not in part:
-                return None
-            part = part.split("=", 1)[1]
-        if encoded:
-            part = urllib.parse.unquote(part)
-        out[name] = None if part in (DEFAULT_PARTITION, "default") else part
-    return out
-
-
-def prune_partitions(spark: SparkSession, table: HudiTable, partitions: list[str], schema: T.StructType,
-                     condition: Column | str) -> list[str] | None:
-    """Partitions whose values satisfy ``condition``; None when it cannot be decided from paths."""
-    cfg = table.config
-    fields = cfg.partition_fields
-    if not fields or (cfg.keygen_class or "").endswith("TimestampBasedKeyGenerator"):
-        return None
-    rows = []
-    for p in partitions:
-        values = _partition_values(p, fields, cfg.hive_style, cfg.url_encode)
-        if values is None:
-            return None
-        rows.append((p, *[values[f] for f in fields]))
-    if not rows:
-        return []
-    str_schema = T.StructType([T.StructField("_pyhudi_partition", T.StringType())] +
-                              [T.StructField(f, T.StringType()) for f in fields])
-    df = spark.createDataFrame(rows, str_schema)
-    casts = [F.col("_pyhudi_partition")]
-    for f in fields:
-        target = schema[f].dataType if f in schema.fieldNames() else T.StringType()
-        casts.append(F.col(f).cast(target).alias(f))
-    try:
-        kept = df.select(*casts).where(condition).select("_pyhudi_partition").collect()
-    except AnalysisException:
-        return None  # the condition reads other columns too: no pruning, Spark filters rows
-    return [r[0] for r in kept]
 
 
 @dataclass(frozen=True)
@@ -102,8 +61,9 @@ class QueryFiles:
         return out
 
 
-def plan_query(table: HudiTable, cfg: HudiConfig) -> QueryFiles:
-    """The files a snapshot, read-optimized, time-travel or incremental query of ``table`` reads.
+def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | None = None) -> QueryFiles:
+    """The files a snapshot, read-optimized, time-travel or incremental query of ``table`` reads,
+    in ``partitions`` only when given (the others were pruned without being listed).
 
     Time travel and incremental pulls are checked against what the cleaner removed first: a query
     that would miss files fails with :class:`HudiRetentionError` instead of returning partial data.
@@ -114,12 +74,13 @@ def plan_query(table: HudiTable, cfg: HudiConfig) -> QueryFiles:
                                 fallback=cfg.get(C.INCR_FALLBACK_FULL_SCAN), holes=cfg.get(C.TIMELINE_HOLES_POLICY))
         if plan.full_scan_reason is not None:
             log.warning("incremental pull falls back to a full table scan: %s", plan.full_scan_reason)
-            view = table.file_system_view()
+            view = table.file_system_view(partitions=partitions)
             return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), plan.full_scan_reason)
         if not plan.instants:
             view = table.file_system_view(as_of=plan.end, partitions=[])
             return QueryFiles(view, [], True, (plan.begin, plan.end))
-        view = table.file_system_view(as_of=plan.end, partitions=plan.partitions)
+        wanted = plan.partitions if partitions is None else sorted(set(plan.partitions) & set(partitions))
+        view = table.file_system_view(as_of=plan.end, partitions=wanted)
         slices = [s for s in view.latest_slices() if (s.partition_path, s.file_id) in plan.file_groups]
         return QueryFiles(view, slices, True, (plan.begin, plan.end))
     as_of = cfg.get(C.AS_OF_INSTANT)
@@ -130,7 +91,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig) -> QueryFiles:
                 f"time travel to {as_of} must be earlier than the first incomplete commit {pending[0].timestamp} "
                 "(a write in flight, or a failed one the next write rolls back)")
         Retention(table.storage, table.timeline).check(as_of)
-    view = table.file_system_view(as_of=as_of)
+    view = table.file_system_view(as_of=as_of, partitions=partitions)
     return QueryFiles(view, view.latest_slices(), query == "snapshot")
 
 
@@ -138,34 +99,48 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
          filters: Column | str | None = None) -> DataFrame:
     """A DataFrame of a Hudi table, meta columns first: snapshot, read_optimized, time travel or incremental.
 
-    ``filters`` (a Column or SQL string) is applied to the result; when it only involves partition
-    columns, partitions that cannot match are skipped without listing them.
+    ``filters`` (a Column or SQL string) is applied to the result. Before Spark plans anything it
+    also prunes: partitions whose path values rule the filter out are never listed, and base files
+    whose column statistics (parquet footer: min, max, nulls) rule it out are not read, so a lookup
+    of one record key reads the one file whose key range holds it.
     """
     cfg = HudiConfig.of(options)
     table = HudiTable(path)
-    files = plan_query(table, cfg)
     schema = _schema(spark, table)
+    predicate: Predicate | None = None
+    partitions = None
+    if filters is not None and schema is not None:
+        predicate = to_predicate(spark, schema, filters)
+        partitions = _pruned_partitions(table, predicate, schema)
+    files = plan_query(table, cfg, partitions=partitions)
     if schema is None:
         return spark.createDataFrame([], T.StructType([T.StructField(n, T.StringType()) for n in META_FIELDS]))
     slices = files.slices
-    if filters is not None:
-        kept = prune_partitions(spark, table, files.view.partitions, schema, filters)
-        if kept is not None:
-            keep = set(kept)
-            slices = [s for s in slices if s.partition_path in keep]
     merged = files.merged
     bases = [s.base_file for s in slices if s.base_file is not None and not (merged and s.log_files)]
+    if predicate is not None and bases:
+        kept = set(skip_files(table.storage, predicate, [b.path for b in bases]))
+        bases = [b for b in bases if b.path in kept]
     if not bases:
         df = spark.createDataFrame([], schema)
     else:
         df = _read_files(spark, table, bases, schema)
     logged = [s for s in slices if merged and s.log_files]
-    if logged:  # merge-on-read slices with log files: merged in executors
+    if logged:  # merge-on-read slices with log files
         file_schema = table.arrow_schema()
         assert file_schema is not None
         spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
-        df = df.unionByName(read_merged(spark, table.storage.base_uri, [s.to_read() for s in logged],
-                                        file_schema, schema, spec, files.view.visibility()))
+        pieces = [s.to_read() for s in logged]
+        base_uri = table.storage.base_uri
+        if table.config.populate_meta_fields:  # Spark merges: base files read natively, logs in executors
+            logged_bases = [s.base_file for s in logged if s.base_file is not None]
+            base = _read_files(spark, table, logged_bases, schema, file_ids=True) if logged_bases else None
+            log_bytes = sum(lf.size for s in logged for lf in s.log_files)
+            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, file_schema, schema, spec,
+                                                files.view.visibility(), log_bytes=log_bytes))
+        else:  # no stored record keys to join on: whole slices merged in executors
+            df = df.unionByName(read_merged(spark, base_uri, pieces, file_schema, schema, spec,
+                                            files.view.visibility()))
     if files.commit_filter is not None:
         begin, end = files.commit_filter
         commit_time = F.col("_hoodie_commit_time")
@@ -175,13 +150,39 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     return df
 
 
-def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType) -> DataFrame:
+_PARSERS: dict[type, Any] = {
+    T.StringType: str, T.IntegerType: int, T.LongType: int, T.ShortType: int, T.ByteType: int,
+    T.DateType: dt.date.fromisoformat, T.BooleanType: parse_bool, T.DecimalType: Decimal,
+}
+
+
+def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructType) -> list[str] | None:
+    """Partitions the predicate may hold for, listed level by level; None for every partition (the
+    table is not partitioned, the filter reads no partition column, or paths do not carry values)."""
+    cfg = table.config
+    fields = cfg.partition_fields
+    if not fields or not (columns_of(predicate) & set(fields)) or \
+            (cfg.keygen_class or "").endswith("TimestampBasedKeyGenerator"):
+        return None
+    parsers = {f: _PARSERS.get(type(schema[f].dataType)) if f in schema.fieldNames() else str for f in fields}
+    return prune_partition_paths(table.storage, predicate, fields, hive=cfg.hive_style, encoded=cfg.url_encode,
+                                 parsers=parsers, default_names=(DEFAULT_PARTITION, "default"),
+                                 marker=PARTITION_METAFILE)
+
+
+def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType, *,
+                file_ids: bool = False) -> DataFrame:
     """Read base files natively; files written under an older schema are read apart and cast.
 
     Spark's vectorised reader cannot widen types (an int column read as long fails), so when the
     table schema changed across commits, each group of files sharing a commit schema is read with
-    its own schema and its columns are cast (or null-filled) to the latest schema.
+    its own schema and its columns are cast (or null-filled) to the latest schema. ``file_ids``
+    adds each row's file id (:func:`pyhudi.spark.merged.with_file_id`).
     """
+    def read(read_schema: T.StructType, uris: list[str]) -> DataFrame:
+        df = parquet_files(spark, read_schema, uris)
+        return with_file_id(df) if file_ids else df
+
     schema_of: dict[str, str | None] = {}
     groups: dict[str | None, list[str]] = {}
     for b in bases:
@@ -190,21 +191,49 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
         groups.setdefault(schema_of[b.instant_time], []).append(table.storage.uri(b.path))
     latest = _commit_schema(table, None)
     if len(groups) == 1 or set(groups) <= {latest, None}:
-        return spark.read.schema(schema).parquet(*[u for us in groups.values() for u in us])
+        return read(schema, [u for us in groups.values() for u in us])
     parts = []
     for key, uris in groups.items():
         if key == latest:
-            parts.append(spark.read.schema(schema).parquet(*uris))
+            parts.append(read(schema, uris))
             continue
         own = spark.read.parquet(uris[0]).schema
-        df = spark.read.schema(own).parquet(*uris)
+        df = read(own, uris)
         cols = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) if f.name in own.fieldNames()
                 else F.lit(None).cast(f.dataType).alias(f.name) for f in schema]
-        parts.append(df.select(*cols))
+        parts.append(df.select(*cols, *([FILE_ID] if file_ids else [])))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+def parquet_files(spark: SparkSession, schema: T.StructType, uris: list[str]) -> DataFrame:
+    """Spark's native parquet reader over exactly these files.
+
+    Two costs of ``spark.read.parquet(*uris)`` grow with the number of files and are avoided here:
+    py4j sends a Python list to the JVM one element per round trip (here the paths travel as one
+    string), and above 32 paths Spark lists them with a Spark job (1.5 s for 300 files on two
+    cores), although every path is a file pyhudi already listed: the listing runs on the driver.
+    """
+    jvm = spark.sparkContext._jvm
+    if any("\n" in u for u in uris) or jvm is None:
+        return spark.read.schema(schema).parquet(*uris)
+    paths = jvm.PythonUtils.toSeq(jvm.java.util.Collections.list(jvm.java.util.StringTokenizer("\n".join(uris), "\n")))
+    conf = spark.conf
+    before = conf.get(_LISTING_THRESHOLD, None)
+    conf.set(_LISTING_THRESHOLD, str(max(32, len(uris) + 1)))
+    try:
+        jdf = spark.read.schema(schema)._jreader.parquet(paths)
+    finally:
+        if before is None:
+            conf.unset(_LISTING_THRESHOLD)
+        else:
+            conf.set(_LISTING_THRESHOLD, before)
+    return DataFrame(jdf, spark)
 
 
 def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
@@ -216,8 +245,51 @@ def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
 
 
 def _schema(spark: SparkSession, table: HudiTable) -> T.StructType | None:
-    """Spark's reading of the newest base file's schema (the latest table schema)."""
+    """The newest base file's schema (the latest table schema) as Spark reads it.
+
+    Read from the file's footer with pyarrow when every column has a type Spark maps one way
+    (numbers, strings, binary, booleans, dates, decimals, and structs, lists and maps of them);
+    otherwise Spark reads the footer itself.
+    """
     newest = table.newest_base_file()
     if newest is None:
         return None
+    arrow = footers(table.storage, [newest])[newest].schema.to_arrow_schema()
+    converted = spark_type(pa.struct(list(arrow)))
+    if isinstance(converted, T.StructType):
+        return converted
     return spark.read.parquet(table.storage.uri(newest)).schema
+
+
+_SIMPLE_TYPES: list[tuple[Any, T.DataType]] = [
+    (pa.types.is_boolean, T.BooleanType()), (pa.types.is_int8, T.ByteType()), (pa.types.is_int16, T.ShortType()),
+    (pa.types.is_int32, T.IntegerType()), (pa.types.is_int64, T.LongType()), (pa.types.is_float32, T.FloatType()),
+    (pa.types.is_float64, T.DoubleType()), (pa.types.is_string, T.StringType()),
+    (pa.types.is_large_string, T.StringType()), (pa.types.is_binary, T.BinaryType()),
+    (pa.types.is_large_binary, T.BinaryType()), (pa.types.is_date32, T.DateType()),
+]
+
+
+def spark_type(t: pa.DataType) -> T.DataType | None:
+    """The Spark type the parquet reader gives a column of Arrow type ``t`` (every field nullable,
+    as Spark reads files), None where the mapping is not one to one (timestamps, unsigned, ...)."""
+    for check, spark_t in _SIMPLE_TYPES:
+        if check(t):
+            return spark_t
+    if pa.types.is_decimal128(t):
+        return T.DecimalType(t.precision, t.scale)
+    if pa.types.is_struct(t):
+        fields = []
+        for f in t:
+            inner = spark_type(f.type)
+            if inner is None:
+                return None
+            fields.append(T.StructField(f.name, inner, True))
+        return T.StructType(fields)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        element = spark_type(t.value_type)
+        return None if element is None else T.ArrayType(element, True)
+    if pa.types.is_map(t):
+        key, value = spark_type(t.key_type), spark_type(t.item_type)
+        return None if key is None or value is None else T.MapType(key, value, True)
+    return None

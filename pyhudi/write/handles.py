@@ -1,4 +1,4 @@
-"""Executor-side writers: Hudi's create and merge handles, and the bulk-insert writer.
+"""Executor-side writers: Hudi's create and merge handles (bulk inserts: :mod:`pyhudi.write.bulk_insert`).
 
 These run inside Spark tasks (``mapInArrow``) on Arrow tables, with no Spark import: each turns the
 rows of one bucket into one new base file and returns a stats row for the driver's commit.
@@ -6,7 +6,6 @@ rows of one bucket into one new base file and returns a stats row for the driver
 * create (INSERT bucket): a new file group ``<uuid>-0`` with the incoming rows.
 * merge (UPDATE bucket): the file group's latest base file rewritten with updates applied in
   place, deletes dropped and inserts appended; unchanged rows keep their commit time and seqno.
-* bulk insert: rows streamed into files per partition, rolling over at the max file size.
 
 All work is vectorised with pyarrow compute; there is no per-row Python.
 """
@@ -30,7 +29,8 @@ from pyhudi.io.avro_schema import (
     RECORD_KEY,
 )
 from pyhudi.io.base_file import BaseFileWriter, WrittenFile, align, read_base_file
-from pyhudi.io.file_names import base_file_name, file_id, new_file_id_prefix, relative_path, write_token
+from pyhudi.io.file_names import base_file_name, file_id, relative_path, write_token
+from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
 from pyhudi.table.properties import write_partition_metadata
 from pyhudi.write.columns import BUCKET, IS_DELETE, STATS_SCHEMA
@@ -101,14 +101,14 @@ def stats_row(partition: str, fid: str, path: str, *, prev_commit: str, io_type:
     }
 
 
-def _stats_row(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
+def stats_row_of(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
                deletes: int, updates: int, inserts: int, started: float) -> dict:
     return stats_row(bucket_partition, fid, written.path, prev_commit=prev_commit, io_type=io_type,
                      num_writes=written.num_rows, deletes=deletes, updates=updates, inserts=inserts,
                      file_size=written.size, started=started, min_key=written.min_key, max_key=written.max_key)
 
 
-def _open(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
+def open_base_file(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
           io_type: str) -> BaseFileWriter:
     rel = relative_path(partition, name)
     write_partition_metadata(storage, partition, ctx.instant_time)
@@ -124,12 +124,13 @@ def create_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     deletes = rows.num_rows - live.num_rows
     if live.num_rows == 0:
         return None
+    live = sorted_by_key(live)
     fid = file_id(bucket.file_id_prefix, 0)
     name = base_file_name(fid, task.token, ctx.instant_time)
-    writer = _open(storage, ctx, schema, bucket.partition_path, name, CREATE)
+    writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, CREATE)
     writer.write(to_storage_rows(live, schema, ctx, name, task, first_position))
     written = writer.close()
-    return _stats_row(bucket.partition_path, fid, written, prev_commit="null", io_type=CREATE,
+    return stats_row_of(bucket.partition_path, fid, written, prev_commit="null", io_type=CREATE,
                       deletes=deletes, updates=0, inserts=live.num_rows, started=started)
 
 
@@ -159,7 +160,9 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     pos_np = pos_filled.to_numpy(zero_copy_only=False).astype(np.int64)
     take_idx = np.where(replaced.to_numpy(zero_copy_only=False), n_old + pos_np, old_idx)
     take_idx = take_idx[~dropped.to_numpy(zero_copy_only=False)]
-    inserts_mask = pc.and_(pc.invert(pc.is_in(inc_keys, value_set=old.column(RECORD_KEY))),
+    # incoming keys no stored record has: hash the matched stored keys (few), not the whole file
+    stored_matched = old.column(RECORD_KEY).filter(matched)
+    inserts_mask = pc.and_(pc.invert(pc.is_in(inc_keys, value_set=stored_matched.combine_chunks())),
                            pc.invert(is_delete))
     insert_idx = n_old + np.nonzero(inserts_mask.to_numpy(zero_copy_only=False))[0].astype(np.int64)
     order = np.concatenate([take_idx, insert_idx])
@@ -173,10 +176,10 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
         combined = combined.set_column(combined.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, seq)
     combined = combined.set_column(combined.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    pa.repeat(pa.scalar(name, pa.string()), len(order)))
-    writer = _open(storage, ctx, schema, bucket.partition_path, name, MERGE)
+    writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, MERGE)
     writer.write(combined)
     written = writer.close()
-    return _stats_row(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
+    return stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
                       io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
                       updates=int(pc.sum(replaced).as_py() or 0),
                       inserts=len(insert_idx), started=started)
@@ -186,20 +189,27 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     """One row per record key: the one with the largest ordering value (Hudi's preCombine).
 
     Rows whose ordering value is null lose to any non-null one; among equal values one is kept.
+    Rows without duplicates come back as they were, in their order.
     """
     keys = rows.column(RECORD_KEY)
-    if rows.num_rows < 2 or pc.count_distinct(keys).as_py() == rows.num_rows:
+    if rows.num_rows < 2 or keys_ascending(keys):
         return rows
     sort_keys = [(RECORD_KEY, "ascending")]
     if ordering_field and ordering_field in rows.column_names:
         sort_keys.append((ordering_field, "descending"))
     order = pc.sort_indices(rows, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
-    ordered = pc.take(keys, order).combine_chunks()
-    first = np.ones(len(ordered), dtype=bool)
-    if len(ordered) > 1:
-        first[1:] = pc.not_equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)).to_numpy(
-            zero_copy_only=False)
+    first = first_of_runs(pc.take(keys, order).combine_chunks())
+    if first.all():
+        return rows
     return rows.take(order.filter(pa.array(first)))
+
+
+def sorted_by_key(rows: pa.Table) -> pa.Table:
+    """``rows`` in record-key order: new files hold their keys sorted, so the page statistics of
+    the key column let readers skip all but the pages a key lookup needs."""
+    if keys_ascending(rows.column(RECORD_KEY)):
+        return rows
+    return rows.take(pc.sort_indices(rows.column(RECORD_KEY)))
 
 
 def stats_batch(stats: dict) -> pa.RecordBatch:
@@ -268,75 +278,3 @@ def split_by_partition(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
     codes = encoded.indices.to_numpy(zero_copy_only=False)
     for code, partition in enumerate(encoded.dictionary.to_pylist()):
         yield partition, table.filter(pa.array(codes == code))
-
-
-class _OpenFile:
-    def __init__(self, writer: BaseFileWriter, partition: str, fid: str, name: str) -> None:
-        self.writer, self.partition, self.fid, self.name = writer, partition, fid, name
-        self.pending: list[pa.Table] = []  # incoming rows; the meta columns are added on flush
-        self.pending_bytes = 0
-        # what the commit time, sequence number and file name columns add to a row (values + offsets)
-        self.meta_row_bytes = 2 * len(name) + 32
-        self.positions = 0
-        self.started = time.monotonic()
-
-
-def bulk_insert_writer(batches: Iterable[pa.RecordBatch], ctx: WriteContext) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body of bulk_insert: rows (sorted or not) streamed into files per partition.
-
-    One file id prefix per task; each new file (another partition, or a rollover past the max file
-    size) takes the next suffix, as Hudi's bulk-insert writers do.
-    """
-    storage = Storage(ctx.base_uri)
-    schema = storage_schema_of(ctx)
-    task = current_task()
-    prefix = new_file_id_prefix()
-    counter = 0
-    open_files: dict[str, _OpenFile] = {}
-    # parquet shrinks rows a lot; flush row groups often enough to measure the real file size
-    flush_bytes = max(1 << 20, min(ctx.settings.block_size, 64 << 20))
-    limit = ctx.max_file_size
-
-    def new_file(partition: str) -> _OpenFile:
-        nonlocal counter
-        fid = file_id(prefix, counter)
-        counter += 1
-        name = base_file_name(fid, task.token, ctx.instant_time)
-        return _OpenFile(_open(storage, ctx, schema, partition, name, CREATE), partition, fid, name)
-
-    def flush(f: _OpenFile) -> None:
-        # one write per flush: pyarrow starts a row group per call, and small row groups (one per
-        # Arrow batch from Spark) cost dictionary encoding and compression; the meta columns are
-        # built here too, once per flush instead of once per 10k-row Arrow batch
-        if f.pending:
-            rows = to_storage_rows(pa.concat_tables(f.pending), schema, ctx, f.name, task, f.positions)
-            f.positions += rows.num_rows
-            f.writer.write(rows)
-        f.pending, f.pending_bytes = [], 0
-
-    def finish(f: _OpenFile) -> pa.RecordBatch:
-        flush(f)
-        written = f.writer.close()
-        return stats_batch(_stats_row(
-            f.partition, f.fid, written, prev_commit="null", io_type=CREATE, deletes=0, updates=0,
-            inserts=written.num_rows, started=f.started))
-
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        table = pa.Table.from_batches([batch])
-        if IS_DELETE in table.column_names:
-            table = table.filter(pc.invert(table.column(IS_DELETE)))
-        for partition, sub in split_by_partition(table):
-            f = open_files.get(partition)
-            if f is None:
-                f = open_files[partition] = new_file(partition)
-            f.pending.append(sub)
-            f.pending_bytes += sub.nbytes + sub.num_rows * f.meta_row_bytes  # as stored, meta columns too
-            if f.pending_bytes >= flush_bytes:
-                flush(f)
-                if f.writer.bytes_written >= limit:
-                    yield finish(f)
-                    del open_files[partition]
-    for f in list(open_files.values()):
-        yield finish(f)

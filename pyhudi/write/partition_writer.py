@@ -18,7 +18,7 @@ partitions with pyarrow, in memory:
 4. run the create / merge / append handles, one after the other.
 
 The driver chooses this path only when no single partition receives more records than one task
-handles comfortably (:data:`MAX_ROWS_PER_TASK`); otherwise the distributed path spreads a
+handles comfortably (:data:`pyhudi.write.plan.MAX_ROWS_PER_TASK`); otherwise the distributed path spreads a
 partition's file groups over many tasks.
 """
 
@@ -36,6 +36,7 @@ from pyhudi.errors import HudiCommitError
 from pyhudi.index.bloom_index import lookup_file
 from pyhudi.index.bucket import bucket_file_id_prefix, bucket_ids
 from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.io.keys import unique_keys
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.write.columns import INDEX_ROW, IS_DELETE
@@ -60,10 +61,6 @@ from pyhudi.write.plan import (
     plan_bucket_index,
     to_append_buckets,
 )
-
-#: Incoming records of one table partition above which the driver spreads the partition's file
-#: groups over several tasks instead (the distributed path).
-MAX_ROWS_PER_TASK = 2_000_000
 
 SIMPLE = "SIMPLE"
 BLOOM = "BLOOM"
@@ -192,12 +189,22 @@ def tag(rows: pa.Table, stored: tuple[pa.Array, pa.Array]) -> tuple[pa.Table, pa
 
     A key stored in several file groups (inserts without de-duplication can put it there) gives
     one row per file group, as the distributed path's join does, so every copy is updated.
+    The hash table is built on the smaller side: a daily batch of corrections probes a file of
+    many more stored keys.
     """
     keys, fids = stored
     if not len(keys):
         return rows, pa.nulls(rows.num_rows, pa.string())
     incoming = rows.column(RECORD_KEY).combine_chunks().cast(pa.string())
-    if pc.count_distinct(keys).as_py() == len(keys):
+    if len(incoming) < len(keys) and unique_keys(incoming):
+        at = pc.index_in(keys, value_set=incoming)  # stored key -> incoming row
+        hit = at.is_valid().to_numpy(zero_copy_only=False)
+        target = at.filter(at.is_valid()).to_numpy(zero_copy_only=False).astype(np.int64)
+        if len(np.unique(target)) == len(target):  # every key stored once
+            source = np.full(len(incoming), -1, dtype=np.int64)
+            source[target] = np.flatnonzero(hit)
+            return rows, pc.take(fids, pa.array(source, mask=source < 0))
+    elif unique_keys(keys):
         return rows, pc.take(fids, pc.index_in(incoming, value_set=keys))
     left = pa.table({"k": incoming, "i": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
     joined = left.join(pa.table({"k": keys, "f": fids}), "k", join_type="left outer")
@@ -209,6 +216,8 @@ def _routes_by_key_range(insert_keys: pa.Array, weights: list[tuple[float, int]]
     sizes follow the plan's cumulative weights (new files get narrow key ranges). A cut never
     separates records of one key (without de-duplication a batch may hold several)."""
     n = len(insert_keys)
+    if len(weights) == 1:
+        return np.full(n, weights[0][1], dtype=np.int64)
     order = pc.sort_indices(insert_keys).to_numpy()
     ordered = insert_keys.take(pa.array(order))
     out = np.empty(n, dtype=np.int64)

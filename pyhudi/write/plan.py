@@ -8,12 +8,18 @@ to executors; assigning a record to a bucket is a Spark expression built from th
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.io.file_names import new_file_id_prefix
+
+#: Records of one table partition one task takes: a partition-local write holds them in memory,
+#: and a bulk insert gives a partition one task (slot) per this many records.
+MAX_ROWS_PER_TASK = 2_000_000
 
 INSERT = "INSERT"
 UPDATE = "UPDATE"
@@ -216,3 +222,23 @@ def to_append_buckets(plan: BucketPlan, targets: dict[tuple[str, str], LogTarget
                             b.prev_commit, targets[key])
         buckets.append(b)
     return BucketPlan(buckets, plan.update_bucket, plan.insert_weights)
+
+
+K = TypeVar("K", bound=Hashable)
+
+
+def pack_tasks(loads: Mapping[K, int], parallelism: int, *, budget: int = MAX_ROWS_PER_TASK) -> dict[K, int]:
+    """Task of each item (a table partition, or a slot of one): one each while there are few items,
+    else items packed largest first into the least loaded of enough tasks to keep each under
+    ``budget`` records."""
+    if len(loads) <= 4 * parallelism:
+        return {item: i for i, item in enumerate(sorted(loads, key=repr))}
+    tasks = max(2 * parallelism, -(-sum(loads.values()) // max(1, budget)))
+    heap = [(0, t) for t in range(tasks)]
+    heapq.heapify(heap)
+    out = {}
+    for item in sorted(loads, key=lambda i: (-loads[i], repr(i))):
+        rows, t = heapq.heappop(heap)
+        out[item] = t
+        heapq.heappush(heap, (rows + loads[item], t))
+    return out

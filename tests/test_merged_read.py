@@ -1,0 +1,72 @@
+"""Merge-on-read snapshots merged by Spark give what the slice merge gives (random slices)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+from test_merge import SCHEMA, deletes
+
+from pyhudi.read.merge import LogScan, MergeSpec, log_state, merge_slice
+from pyhudi.spark.merged import (
+    FILE_ID,
+    drop_soft_deleted,
+    join_logs,
+    log_records,
+    log_side_rows,
+    log_side_schema,
+    only_new_keys,
+)
+
+KEYS = ["a", "b", "c", "d"]
+WITH_FLAG = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
+
+
+def records(items: list[tuple[str, int, bool]], tag: str) -> pa.Table:
+    return pa.Table.from_pylist([{"_hoodie_commit_time": tag, "_hoodie_record_key": k, "ts": ts,
+                                  "val": f"{tag}-{k}-{ts}", "_hoodie_is_deleted": gone} for k, ts, gone in items],
+                                schema=WITH_FLAG)
+
+
+record = st.tuples(st.sampled_from(KEYS), st.integers(0, 4), st.sampled_from([False, False, False, True]))
+block = st.one_of(
+    st.tuples(st.just("data"), st.lists(record, max_size=4)),
+    st.tuples(st.just("delete"), st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True),
+              st.one_of(st.none(), st.integers(0, 4).map(str))))
+
+
+def frame(spark, table: pa.Table):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=st.lists(st.tuples(st.sampled_from(KEYS), st.integers(0, 4)), max_size=4, unique_by=lambda r: r[0]),
+       blocks=st.lists(block, min_size=1, max_size=4), keep_larger=st.booleans(), has_base=st.booleans())
+def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_base):
+    spec = MergeSpec("ts", keep_larger_ordering=keep_larger)
+    base_table = records([(k, ts, False) for k, ts in base], "0") if has_base else None
+    scan = LogScan()
+    for pos, b in enumerate(blocks):
+        if b[0] == "data":
+            scan.data.append((pos, records(b[1], str(pos + 1))))
+        else:
+            scan.deletes.append((pos, deletes(*b[1], ordering=b[2])))
+    expected, _ = merge_slice(base_table, scan, WITH_FLAG, spec)
+
+    state = log_state(scan, WITH_FLAG, spec)
+    side = log_side_schema(WITH_FLAG, spec)
+    names = WITH_FLAG.names
+    parts = []
+    if base_table is not None:
+        base_df = frame(spark, base_table).withColumn(FILE_ID, F.lit("f1"))
+        parts.append(join_logs(base_df, frame(spark, log_side_rows(state, "f1", WITH_FLAG, side)), names, spec))
+    new = only_new_keys(state, base_table.column("_hoodie_record_key") if base_table is not None else None)
+    parts.append(log_records(frame(spark, log_side_rows(new, "f1", WITH_FLAG, side)), names))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    got = sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in drop_soft_deleted(out).collect())
+    assert got == sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in expected.to_pylist())
