@@ -1,4 +1,5 @@
-"""Merge-on-read snapshots merged by Spark give what the slice merge gives (random slices)."""
+"""Merge-on-read snapshots merged by Spark give what the slice merge gives (random slices, with and
+without a filter)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,7 @@ from pyspark.sql import functions as F
 from test_merge import SCHEMA, deletes
 
 from pyhudi.read.merge import LogScan, MergeSpec, log_state, merge_slice
-from pyhudi.spark.merged import (
-    FILE_ID,
-    drop_soft_deleted,
-    join_logs,
-    log_records,
-    log_side_rows,
-    log_side_schema,
-    only_new_keys,
-)
+from pyhudi.spark.merged import BASE_ROW, FILE_ID, log_side_rows, log_side_schema, merged_records
 
 KEYS = ["a", "b", "c", "d"]
 WITH_FLAG = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
@@ -59,14 +52,17 @@ def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_ba
     state = log_state(scan, WITH_FLAG, spec)
     side = log_side_schema(WITH_FLAG, spec)
     names = WITH_FLAG.names
-    parts = []
+    stored = base_table.column("_hoodie_record_key") if base_table is not None else None
+    logs = frame(spark, log_side_rows(state, "f1", stored, WITH_FLAG, side))
+    base_df = None
     if base_table is not None:
-        base_df = frame(spark, base_table).withColumn(FILE_ID, F.lit("f1"))
-        parts.append(join_logs(base_df, frame(spark, log_side_rows(state, "f1", WITH_FLAG, side)), names, spec))
-    new = only_new_keys(state, base_table.column("_hoodie_record_key") if base_table is not None else None)
-    parts.append(log_records(frame(spark, log_side_rows(new, "f1", WITH_FLAG, side)), names))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    got = sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in drop_soft_deleted(out).collect())
-    assert got == sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in expected.to_pylist())
+        base_df = frame(spark, base_table.append_column(BASE_ROW, pa.array(range(base_table.num_rows), pa.int64()))) \
+            .withColumn(FILE_ID, F.lit("f1_0-1-2_001.parquet"))
+    out = merged_records(base_df, logs, names, spec)
+    def rows(records):
+        return sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in records)
+
+    assert rows(out.collect()) == rows(expected.to_pylist())
+    # a filter on the merged records gives the merged records that pass it (Spark pushes it into
+    # the base side where the payload allows)
+    assert rows(out.where("ts >= 2").collect()) == rows(r for r in expected.to_pylist() if r["ts"] >= 2)

@@ -8,6 +8,7 @@ columns through ``parquet.avro.schema``, and the BLOOM index prunes files by
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.io.avro_schema import COMMIT_SEQNO, RECORD_KEY
-from pyhudi.io.bloom import DYNAMIC_V0, build_filter
+from pyhudi.io.bloom import DYNAMIC_V0, BloomFilter
 from pyhudi.storage import Storage
 
 if TYPE_CHECKING:
@@ -104,7 +105,10 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     return col.cast(target)
 
 
-def footer_metadata(settings: ParquetSettings, keys: pa.ChunkedArray | pa.Array) -> dict[str, str]:
+def footer_metadata(settings: ParquetSettings, keys: pa.ChunkedArray | pa.Array,
+                    bloom: BloomFilter | None = None) -> dict[str, str]:
+    """The Hudi footer entries of a base file holding ``keys``; ``bloom`` is their filter when the
+    caller built it already (:class:`BaseFileWriter` builds it beside the parquet encoding)."""
     meta = {AVRO_SCHEMA_KEY: settings.avro_schema, "writer.model.name": "avro"}
     if not settings.populate_meta_fields:
         return meta
@@ -114,12 +118,18 @@ def footer_metadata(settings: ParquetSettings, keys: pa.ChunkedArray | pa.Array)
         meta[MAX_KEY] = bounds["max"].as_py()
     if not settings.bloom_filter:
         return meta
-    bloom = build_filter(keys, num_entries=settings.bloom_num_entries, fpp=settings.bloom_fpp,
-                         filter_type=settings.bloom_type, max_entries=settings.bloom_max_entries)
+    if bloom is None:
+        bloom = new_bloom_filter(settings)
+        bloom.add_keys(keys)
     meta[BLOOM_FILTER_KEY] = bloom.serialize()
     if settings.bloom_type == DYNAMIC_V0:
         meta[BLOOM_FILTER_TYPE_KEY] = DYNAMIC_V0
     return meta
+
+
+def new_bloom_filter(settings: ParquetSettings) -> BloomFilter:
+    return BloomFilter(num_entries=settings.bloom_num_entries, fpp=settings.bloom_fpp,
+                       filter_type=settings.bloom_type, max_entries=settings.bloom_max_entries)
 
 
 #: Columns unique per record whatever the data: a dictionary never pays off for them.
@@ -139,39 +149,53 @@ def column_encodings(schema: pa.Schema, sample: pa.Table | None, *,
     prefix it shares with the previous one plus the rest, so keys that cluster (Hudi's are sorted
     or monotonically increasing in most tables) shrink several times, and it is never much larger
     than PLAIN. Every parquet reader in the Hudi ecosystem (parquet-mr, Spark's vectorized reader,
-    arrow-rs in hudi-rs) reads it. Low-cardinality columns keep the dictionary, as parquet-mr
-    writes them for Hudi.
+    arrow-rs in hudi-rs) reads it. Near-unique numbers (measurements, coordinates) are written PLAIN
+    without the dictionary attempt, as parquet-mr ends up writing them. Low-cardinality columns
+    keep the dictionary, as parquet-mr writes them for Hudi.
     """
     delta: dict[str, str] = {}
+    plain: set[str] = set()
     head = sample.slice(0, _SAMPLE_ROWS) if sample is not None else None
+
+    def near_unique(name: str) -> bool:
+        if head is None or not head.num_rows or name not in head.column_names:
+            return False
+        column = head.column(name)
+        valid = len(column) - column.null_count
+        return bool(valid) and pc.count_distinct(column, mode="only_valid").as_py() > HIGH_CARDINALITY * valid
+
     for f in schema:
-        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type)
-                or pa.types.is_large_binary(f.type)):
-            continue
-        if f.name in UNIQUE_META_COLUMNS:
-            delta[f.name] = "DELTA_BYTE_ARRAY"
-        elif head is not None and head.num_rows and f.name in head.column_names:
-            column = head.column(f.name)
-            distinct = pc.count_distinct(column, mode="only_valid").as_py()
-            valid = len(column) - column.null_count
-            if valid and distinct > HIGH_CARDINALITY * valid:
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type) \
+                or pa.types.is_large_binary(f.type):
+            if f.name in UNIQUE_META_COLUMNS or near_unique(f.name):
                 delta[f.name] = "DELTA_BYTE_ARRAY"
-    with_dictionary = [f.name for f in schema if f.name not in delta] if dictionary else []
+        elif (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)) and near_unique(f.name):
+            plain.add(f.name)
+    with_dictionary = [f.name for f in schema if f.name not in delta and f.name not in plain] if dictionary else []
     return with_dictionary, delta
 
 
 def open_parquet_writer(sink: pa.NativeFile, schema: pa.Schema, settings: ParquetSettings,
                         sample: pa.Table | None) -> pq.ParquetWriter:
-    """A parquet writer with Hudi's codec level and encodings chosen from ``sample`` (the first rows)."""
+    """A parquet writer with Hudi's codec level and encodings chosen from ``sample`` (the first rows).
+
+    It writes the page index (column and offset indexes), as parquet-mr does for Hudi: with keys
+    sorted in a file, a reader looking up one key reads the one page whose range holds it.
+    """
     with_dictionary, delta = column_encodings(schema, sample, dictionary=settings.dictionary)
     return pq.ParquetWriter(
         sink, schema, compression=settings.codec, use_dictionary=with_dictionary or False,
         column_encoding=delta or None, compression_level=HUDI_CODEC_LEVELS.get(settings.codec),
-        data_page_size=settings.page_size, store_schema=False, write_statistics=True)
+        data_page_size=settings.page_size, store_schema=False, write_statistics=True, write_page_index=True)
 
 
 class BaseFileWriter:
-    """Streams row groups into one base file; the footer (bloom filter, key range) is added on close."""
+    """Streams row groups into one base file; the footer (bloom filter, key range) is added on close.
+
+    The bloom filter takes the keys of each write in a second thread while parquet encodes the rows
+    (both release the GIL for most of their work), so a task writing one large file uses two cores
+    when it has them. Keys enter the filter in write order, which a dynamic filter depends on.
+    """
 
     def __init__(self, storage: Storage, rel_path: str, schema: pa.Schema, settings: ParquetSettings) -> None:
         self.rel_path = rel_path
@@ -181,6 +205,9 @@ class BaseFileWriter:
         self._writer: pq.ParquetWriter | None = None  # opened on the first rows: encodings follow them
         self._keys: list[pa.ChunkedArray] = []
         self.num_rows = 0
+        self._bloom = new_bloom_filter(settings) if settings.populate_meta_fields and settings.bloom_filter else None
+        self._bloom_thread: ThreadPoolExecutor | None = None
+        self._bloom_done: list[Future[None]] = []
 
     def _open(self, sample: pa.Table | None) -> pq.ParquetWriter:
         if self._writer is None:
@@ -194,15 +221,30 @@ class BaseFileWriter:
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
+        keys = table.column(RECORD_KEY)
+        if self._bloom is not None:
+            if self._bloom_thread is None:
+                self._bloom_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pyhudi-bloom")
+            self._bloom_done.append(self._bloom_thread.submit(self._bloom.add_keys, keys))
         row_bytes = max(1, table.nbytes // table.num_rows)
         self._open(table).write_table(table, row_group_size=max(1, self.settings.block_size // row_bytes))
-        self._keys.append(table.column(RECORD_KEY))
+        self._keys.append(keys)
         self.num_rows += table.num_rows
 
+    def _finish_bloom(self) -> None:
+        try:
+            for done in self._bloom_done:
+                done.result()
+        finally:
+            if self._bloom_thread is not None:
+                self._bloom_thread.shutdown()
+                self._bloom_thread = None
+
     def close(self) -> WrittenFile:
+        self._finish_bloom()
         chunks = [c for k in self._keys for c in k.chunks]
         keys = pa.chunked_array(chunks, pa.string()) if chunks else pa.chunked_array([], pa.string())
-        meta = footer_metadata(self.settings, keys)
+        meta = footer_metadata(self.settings, keys, self._bloom)
         writer = self._open(None)
         writer.add_key_value_metadata(meta)
         writer.close()
@@ -212,6 +254,10 @@ class BaseFileWriter:
 
     def abort(self) -> None:
         try:
+            try:
+                self._finish_bloom()
+            except Exception:  # the write failed already; the filter no longer matters
+                pass
             if self._writer is not None:
                 self._writer.close()
         finally:

@@ -408,10 +408,3 @@ class BloomFilter:
         if pos != len(buf):
             raise HudiCorruptFileError(f"bloom filter has {len(buf) - pos} unexpected trailing bytes")
         return self
-
-
-def build_filter(keys: pa.Array | pa.ChunkedArray, *, num_entries: int, fpp: float, filter_type: str,
-                 max_entries: int) -> BloomFilter:
-    bloom = BloomFilter(num_entries=num_entries, fpp=fpp, filter_type=filter_type, max_entries=max_entries)
-    bloom.add_keys(pc.cast(keys, pa.string()) if not isinstance(keys, pa.ChunkedArray) else keys)
-    return bloom

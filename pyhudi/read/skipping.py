@@ -305,9 +305,9 @@ def partition_values(path: str, fields: tuple[str, ...], *, hive: bool, encoded:
     out: dict[str, str | None] = {}
     for name, part in zip(fields, parts):
         if hive:
-            if "=" not in part:
+            named, _, part = part.partition("=")
+            if named != name:
                 return None
-            part = part.split("=", 1)[1]
         if encoded:
             part = urllib.parse.unquote(part)
         out[name] = None if part in default_names else part

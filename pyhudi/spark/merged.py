@@ -7,8 +7,10 @@ without log files never come here: Spark's native parquet reader serves them fas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
@@ -86,48 +88,67 @@ def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], k
     return _merge_slices(spark, base_uri, slices, key_schema, spec, visibility, out, ddl, keys)
 
 
-#: The file id of each base-file row, taken from its file's name (``<file id>_<token>_<instant>``)
-FILE_ID = "_pyhudi_file_id"
+#: The base file each base-file row comes from (``<file id>_<token>_<instant>.parquet``)
+FILE_ID = "_pyhudi_file_name"
 LOG_PREFIX = "_pyhudi_l_"  # the log side's record columns in the join
 LOG_FILE_ID = "_pyhudi_log_file_id"
 #: Log bytes (the slices' log files) up to which the log side of a merge is broadcast
 BROADCAST_LOG_BYTES = 256 << 20
 
 
+#: The position of each base-file row in its file (Spark's ``_metadata.row_index``)
+BASE_ROW = "_pyhudi_base_row"
+#: What :func:`with_file_id` adds to base-file rows
+BASE_COLUMNS = (FILE_ID, BASE_ROW)
+#: Log side: the position of the key's record in the slice's base file (the first, should the file
+#: hold the key twice); null when the base file does not hold the key
+LOG_BASE_ROW = "_pyhudi_log_base_row"
+
+
 def with_file_id(df: DataFrame) -> DataFrame:
-    """Base-file rows with the file id of the file each comes from (Spark's ``_metadata``)."""
-    return df.withColumn(FILE_ID, F.substring_index(F.col("_metadata.file_name"), "_", 1))
+    """Base-file rows with the name of the file each comes from and the row's position in it
+    (Spark's ``_metadata``, which costs nothing to read); the file id (the part of the name before
+    the first ``_``) is only computed for rows a log record matches."""
+    return df.select("*", F.col("_metadata.file_name").alias(FILE_ID), F.col("_metadata.row_index").alias(BASE_ROW))
 
 
 def log_side_schema(target: pa.Schema, spec: MergeSpec) -> pa.Schema:
-    """Columns of the log side: the record columns prefixed, the file id and :func:`log_state`'s flags."""
+    """Columns of the log side: the record columns prefixed, the file id, :func:`log_state`'s flags
+    and where the base file holds the key."""
     order = spec.ordering_field if spec.ordering_field in target.names else None
     return pa.schema([pa.field(LOG_PREFIX + f.name, f.type) for f in target] + [
         pa.field(LOG_FILE_ID, pa.string()), pa.field(LOG_RECORD, pa.bool_()), pa.field(LOG_DELETED, pa.bool_()),
-        pa.field(LOG_DELETE_ORDER, target.field(order).type if order else pa.string())])
+        pa.field(LOG_DELETE_ORDER, target.field(order).type if order else pa.string()),
+        pa.field(LOG_BASE_ROW, pa.int64())])
 
 
-def log_side_rows(state: pa.Table, file_id: str, target: pa.Schema, out: pa.Schema) -> pa.Table:
-    """:func:`log_state` of one slice as log-side rows (``out`` is :func:`log_side_schema`)."""
+def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | None, target: pa.Schema,
+                  out: pa.Schema) -> pa.Table:
+    """:func:`log_state` of one slice as log-side rows (``out`` is :func:`log_side_schema`);
+    ``stored_keys`` are the record keys of the slice's base file (None: it has none)."""
     records = align(state, target)
+    n = state.num_rows
+    first = np.full(n, -1, dtype=np.int64)
+    if stored_keys is not None and n:
+        # hash the log's keys (few) and probe the base file's (many): the row of each matched key
+        at = pc.index_in(stored_keys.combine_chunks(), value_set=state.column(RECORD_KEY).combine_chunks())
+        rows = np.flatnonzero(at.is_valid().to_numpy(zero_copy_only=False))[::-1]
+        first[at.drop_null().to_numpy(zero_copy_only=False)[::-1]] = rows  # the lowest row wins
     columns = list(records.columns) + [
-        pa.repeat(pa.scalar(file_id, pa.string()), state.num_rows), state.column(LOG_RECORD),
-        state.column(LOG_DELETED), state.column(LOG_DELETE_ORDER).cast(out.field(LOG_DELETE_ORDER).type)]
+        pa.repeat(pa.scalar(file_id, pa.string()), n), state.column(LOG_RECORD), state.column(LOG_DELETED),
+        state.column(LOG_DELETE_ORDER).cast(out.field(LOG_DELETE_ORDER).type), pa.array(first, mask=first < 0)]
     return pa.Table.from_arrays(columns, schema=out)
 
 
-def only_new_keys(state: pa.Table, stored_keys: pa.ChunkedArray | None) -> pa.Table:
-    """The surviving log records of keys the slice's base file does not hold."""
-    state = state.filter(state.column(LOG_RECORD))
-    if stored_keys is None:
-        return state
-    return state.filter(pc.invert(pc.is_in(state.column(RECORD_KEY), value_set=stored_keys.combine_chunks())))
-
-
 def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
-              out_schema: T.StructType, spec: MergeSpec, visibility: Visibility, *, new_keys: bool) -> DataFrame:
-    """Per slice, :func:`log_state` of its logs as log-side rows; with ``new_keys`` only the
-    surviving records of keys the slice's base file does not hold (:func:`only_new_keys`)."""
+              out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
+    """Per slice, :func:`log_state` of its logs as log-side rows, computed once per DataFrame.
+
+    The rows feed two parts of the plan (the join with the base rows, and the keys only the logs
+    hold), so they are local-checkpointed lazily: the first job that needs them (the broadcast)
+    stores them on the executors, and the second part reads them back instead of decoding the
+    logs again. Spark frees the blocks with the DataFrame.
+    """
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     target = to_arrow_schema(out_schema)
@@ -142,42 +163,100 @@ def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], fil
             for i in batch.column(0).to_pylist():
                 piece = pieces[i]
                 state = log_state(scan_logs(storage, piece.log_files, schema, visibility), schema, spec)
-                if new_keys:
-                    stored = read_base_file(storage, piece.base_file, [RECORD_KEY]).column(RECORD_KEY) \
-                        if piece.base_file else None
-                    state = only_new_keys(state, stored)
-                if state.num_rows:
-                    yield from log_side_rows(state, piece.file_id, target, out).to_batches()
+                if not state.num_rows:
+                    continue
+                stored = read_base_file(storage, piece.base_file, [RECORD_KEY]).column(RECORD_KEY) \
+                    if piece.base_file else None
+                yield from log_side_rows(state, piece.file_id, stored, target, out).to_batches()
 
-    return map_in_arrow(spread(spark, len(pieces)), body, from_arrow_schema(out))
+    return map_in_arrow(spread(spark, len(pieces)), body, from_arrow_schema(out)).localCheckpoint(eager=False)
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def join_logs(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
               broadcast: bool = True) -> DataFrame:
-    """Base rows (with :data:`FILE_ID`) merged with the log side: per row the base record, the log
-    record, or nothing, by the rules of :func:`pyhudi.read.merge.merge_slice`."""
+    """Base rows (with :data:`BASE_COLUMNS`) merged with the log side: per row the base record, the
+    log record, or nothing, by the rules of :func:`pyhudi.read.merge.merge_slice`.
+
+    The join key is the row's position in its file, which the log side knows from the base file's
+    keys: Spark neither decodes nor hashes a record key per row. The file id is compared only for
+    rows whose position matches (written as ``coalesce(... = ...)``, or Spark would hash it as a
+    second key of every row). The choice per row is one SQL expression per column.
+    """
     order = spec.ordering_field if spec.ordering_field in names else None
-    b = base.alias("b")
+    logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
     right = F.broadcast(logs) if broadcast else logs
-    joined = b.join(right, (F.col(f"b.`{RECORD_KEY}`") == F.col(f"`{LOG_PREFIX}{RECORD_KEY}`"))
-                    & (F.col(f"b.`{FILE_ID}`") == F.col(LOG_FILE_ID)), "left")
-    matched = F.col(LOG_RECORD).isNotNull()
-    has_record = matched & F.col(LOG_RECORD)
-    alive = ~matched | ~F.col(LOG_DELETED)  # a log delete removes the base record ...
-    if order is not None:
-        stored = F.col(f"b.`{order}`")
-        alive = alive | F.coalesce(stored > F.col(LOG_DELETE_ORDER), F.lit(False))  # ... unless it is larger
-    take_base = alive & ~has_record
+    same_file = F.coalesce(F.substring_index(F.col(f"b.{FILE_ID}"), "_", 1) == F.col(LOG_FILE_ID), F.lit(False))
+    joined = base.alias("b").join(right, (F.col(f"b.{BASE_ROW}") == F.col(LOG_BASE_ROW)) & same_file, "left")
+    has_record = f"coalesce({LOG_RECORD}, false)"
+    alive = f"{LOG_RECORD} IS NULL OR NOT {LOG_DELETED}"  # a log delete removes the base record ...
+    if order is not None:  # ... unless the base record's ordering value is larger than the delete's
+        alive += f" OR coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)"
+    take_base = f"(({alive}) AND NOT {has_record})"
     if order is not None and spec.keep_larger_ordering:
-        logged = F.col(f"`{LOG_PREFIX}{order}`")
-        take_base = alive & (~has_record | (stored.isNotNull() & (logged.isNull() | (stored > logged))))
-    return joined.where(take_base | has_record).select(
-        *[F.when(take_base, F.col(f"b.`{n}`")).otherwise(F.col(f"`{LOG_PREFIX}{n}`")).alias(n) for n in names])
+        stored, logged = f"b.{_q(order)}", _q(LOG_PREFIX + order)
+        take_base = f"(({alive}) AND (NOT {has_record} OR ({stored} IS NOT NULL AND ({logged} IS NULL OR " \
+                    f"{stored} > {logged}))))"
+    return joined.where(f"{take_base} OR {has_record}").selectExpr(
+        *[f"CASE WHEN {take_base} THEN b.{_q(n)} ELSE {_q(LOG_PREFIX + n)} END AS {_q(n)}" for n in names])
+
+
+def new_records(logs: DataFrame, names: list[str]) -> DataFrame:
+    """The log records of keys the base files do not hold, with the record columns unprefixed."""
+    return logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL").selectExpr(
+        *[f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+
+
+def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
+                   broadcast: bool = True) -> DataFrame:
+    """The base rows no log record replaces (the log wins whatever the ordering values:
+    ``OverwriteWithLatestAvroPayload``) and no log delete removes, as they are in the base file.
+
+    Every row comes out with its own values, so a filter on the result is a filter on the base
+    file: Spark pushes it into the scan, and base files whose statistics rule it out need not be
+    read at all (the logs' records come from :func:`log_records`).
+    """
+    order = spec.ordering_field if spec.ordering_field in names else None
+    logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
+    right = F.broadcast(logs) if broadcast else logs
+    same_file = F.coalesce(F.substring_index(F.col(f"b.{FILE_ID}"), "_", 1) == F.col(LOG_FILE_ID), F.lit(False))
+    joined = base.alias("b").join(right, (F.col(f"b.{BASE_ROW}") == F.col(LOG_BASE_ROW)) & same_file, "left")
+    kept = f"{LOG_RECORD} IS NULL"  # no log record or delete for the key
+    if order is not None:  # a delete with a real ordering value spares a base record with a larger one
+        kept += f" OR (NOT {LOG_RECORD} AND coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false))"
+    return joined.where(kept).selectExpr(*[f"b.{_q(n)}" for n in names])
 
 
 def log_records(logs: DataFrame, names: list[str]) -> DataFrame:
-    """The record columns of log-side rows, unprefixed."""
-    return logs.select(*[F.col(f"`{LOG_PREFIX}{n}`").alias(n) for n in names])
+    """Every surviving log record, unprefixed: with ``OverwriteWithLatestAvroPayload`` each one is
+    in the result, over the base record of its key if there is one."""
+    return logs.where(f"coalesce({LOG_RECORD}, false)").selectExpr(
+        *[f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+
+
+def filters_reach_base_files(spec: MergeSpec) -> bool:
+    """Whether a filter on a merged slice may be applied to its base file alone (and its statistics
+    used to skip it): true unless the base record's ordering value decides between it and the log
+    record (``DefaultHoodieRecordPayload``)."""
+    return not spec.keep_larger_ordering
+
+
+def merged_records(base: DataFrame | None, logs: DataFrame, names: list[str], spec: MergeSpec, *,
+                   broadcast: bool = True) -> DataFrame:
+    """The records of merged slices from their base rows and log side (see :func:`merge_with_logs`)."""
+    if filters_reach_base_files(spec):
+        parts = [] if base is None else [surviving_base(base, logs, names, spec, broadcast=broadcast)]
+        parts.append(log_records(logs, names))
+    else:
+        parts = [] if base is None else [join_logs(base, logs, names, spec, broadcast=broadcast)]
+        parts.append(new_records(logs, names))
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.unionByName(p)
+    return drop_soft_deleted(out)
 
 
 def drop_soft_deleted(df: DataFrame) -> DataFrame:
@@ -186,27 +265,49 @@ def drop_soft_deleted(df: DataFrame) -> DataFrame:
     return df.where(~F.coalesce(F.col(f"`{IS_DELETED_FIELD}`").cast("boolean"), F.lit(False)))
 
 
+#: Log sides kept for reads of the same snapshot (see :func:`merge_with_logs`)
+LOG_SIDES_KEPT = 4
+_LOG_SIDES: OrderedDict[Hashable, DataFrame] = OrderedDict()
+
+
+def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> DataFrame:
+    found = _LOG_SIDES.pop(key, None)
+    if found is None:
+        found = make()
+    _LOG_SIDES[key] = found
+    while len(_LOG_SIDES) > LOG_SIDES_KEPT:
+        _LOG_SIDES.popitem(last=False)
+    return found
+
+
 def merge_with_logs(spark: SparkSession, base: DataFrame | None, base_uri: str, slices: list[SliceToRead],
                     file_schema: pa.Schema, out_schema: T.StructType, spec: MergeSpec, visibility: Visibility, *,
-                    log_bytes: int) -> DataFrame:
+                    log_bytes: int, snapshot: Hashable | None = None) -> DataFrame:
     """The merged records of merge-on-read slices with log files, merged by Spark.
 
-    ``base`` reads the slices' base files natively (with :func:`with_file_id`). Only the logs go
-    through Python: each slice's :func:`log_state` (one row per key its blocks hold). Spark joins
-    the base rows with it on record key and file id (the log side broadcast while the logs are
-    small, :data:`BROADCAST_LOG_BYTES`) and picks, per row, the base record or the log record
-    (:func:`join_logs`). Keys only the logs hold come from a second pass over the logs. Spark
-    prunes the base files' columns and pushes filters into their scan as it does for
-    copy-on-write files, which a merge of whole slices in Python cannot.
+    ``base`` reads the slices' base files natively (with :func:`with_file_id`; None when there are
+    none, or filters ruled them all out). Only the logs go through Python: each slice's
+    :func:`log_state` (one row per key its blocks hold). Spark joins the base rows with it by the
+    key's position in its base file (the log side broadcast while the logs are small,
+    :data:`BROADCAST_LOG_BYTES`). With ``OverwriteWithLatestAvroPayload`` the result is the base
+    rows no log record or delete touches (:func:`surviving_base`) plus every log record; with
+    ``DefaultHoodieRecordPayload`` each row picks the base or the log record by ordering value
+    (:func:`join_logs`), plus the records of keys only the logs hold. Spark prunes the base files'
+    columns and (first case) pushes filters into their scan as it does for copy-on-write files,
+    which a merge of whole slices in Python cannot.
+
+    ``snapshot`` names what was read (the log files with their sizes, and the visibility): reads of
+    the same snapshot reuse its log side, whose rows the first query stored on the executors, so
+    only the first query after a commit decodes the logs. The last :data:`LOG_SIDES_KEPT` are kept
+    (up to :data:`BROADCAST_LOG_BYTES` of logs each); Spark frees the rows of those dropped.
     """
     names = out_schema.fieldNames()
-    parts = []
-    if base is not None:
-        logs = _log_side(spark, base_uri, slices, file_schema, out_schema, spec, visibility, new_keys=False)
-        parts.append(join_logs(base, logs, names, spec, broadcast=log_bytes <= BROADCAST_LOG_BYTES))
-    new = _log_side(spark, base_uri, slices, file_schema, out_schema, spec, visibility, new_keys=True)
-    parts.append(log_records(new, names))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    return drop_soft_deleted(out)
+
+    def make() -> DataFrame:
+        return _log_side(spark, base_uri, slices, file_schema, out_schema, spec, visibility)
+
+    if snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES:
+        logs = _kept_log_side((id(spark), snapshot, file_schema, out_schema.json(), spec), make)
+    else:
+        logs = make()
+    return merged_records(base, logs, names, spec, broadcast=log_bytes <= BROADCAST_LOG_BYTES)

@@ -85,8 +85,11 @@ from pyhudi.write.plan import (
     to_append_buckets,
 )
 
-#: Input tasks per core of the jobs that read the incoming DataFrame (see ``Pipeline.prepare``).
+#: Input tasks per core of the jobs that read an incoming DataFrame made from local data
 TASKS_PER_CORE = 2
+#: At most this many partitions of such a DataFrame are merged into one task: each carries its
+#: rows inside the task, and a task of too many would be too large to ship
+MERGED_PARTITIONS = 8
 #: Keys a GLOBAL_SORT bulk insert samples to cut a large table partition into key ranges.
 KEY_SAMPLE = 20_000
 
@@ -191,13 +194,10 @@ class Pipeline:
         """Incoming rows with record key, partition path and delete flag; de-duplicated in Spark
         unless ``combine_in_spark`` is false (the write handles then combine per bucket).
 
-        The input is read by at most :data:`TASKS_PER_CORE` tasks per core: a DataFrame made from
-        pandas has a partition per 10,000 rows, and every Spark job over it then pays the
-        scheduling of dozens of tiny tasks (each pass over a 32-partition daily batch took 0.5 s on
-        two cores, against 0.17 s for two tasks). Coalescing is narrow: no shuffle, and inputs with
-        fewer partitions are left as they are.
+        The input is read by fewer, larger tasks when it is an in-memory RDD of many small
+        partitions (see :func:`coalesced`).
         """
-        data = data.coalesce(TASKS_PER_CORE * self._spark_parallelism(data))
+        data = coalesced(data, self._spark_parallelism(data))
         keyed = with_keys(data, self.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH)
         if operation == "delete":
             flag: Column = F.lit(True)
@@ -649,6 +649,27 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
                              current.size if current else 0,
                              max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
     return out
+
+
+def coalesced(data: DataFrame, parallelism: int) -> DataFrame:
+    """``data`` read by fewer tasks when it is made from local data in many small partitions.
+
+    ``spark.createDataFrame(pandas_df)`` gives one partition per 10,000 rows, and every Spark job
+    over it then pays for scheduling dozens of tiny tasks: a pass over a 32-partition daily batch
+    took 0.5 s on two cores, against 0.17 s in two tasks. Such partitions hold their rows in the
+    task itself, so at most :data:`MERGED_PARTITIONS` are merged into one task, and at least
+    :data:`TASKS_PER_CORE` tasks per core remain. Coalescing is narrow (no shuffle). Other inputs
+    (files, whose splits Spark sizes itself, or anything with a shuffle) are left as they are.
+    """
+    leaves = data._jdf.queryExecution().analyzed().collectLeaves()
+    partitions = 0
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() != "LogicalRDD":
+            return data
+        partitions += leaf.rdd().getNumPartitions()
+    target = max(TASKS_PER_CORE * parallelism, -(-partitions // MERGED_PARTITIONS))
+    return data.coalesce(target) if partitions > target else data
 
 
 def bulk_insert_task(plan: BulkInsertPlan) -> Column:

@@ -30,7 +30,7 @@ from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, footers, prune_partition_paths, skip_files
 from pyhudi.spark.filters import to_predicate
-from pyhudi.spark.merged import FILE_ID, merge_with_logs, read_merged, with_file_id
+from pyhudi.spark.merged import BASE_COLUMNS, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.table.table import HudiTable
@@ -134,10 +134,16 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         base_uri = table.storage.base_uri
         if table.config.populate_meta_fields:  # Spark merges: base files read natively, logs in executors
             logged_bases = [s.base_file for s in logged if s.base_file is not None]
+            if predicate is not None and logged_bases and filters_reach_base_files(spec):
+                kept = set(skip_files(table.storage, predicate, [b.path for b in logged_bases]))
+                logged_bases = [b for b in logged_bases if b.path in kept]
             base = _read_files(spark, table, logged_bases, schema, file_ids=True) if logged_bases else None
             log_bytes = sum(lf.size for s in logged for lf in s.log_files)
-            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, file_schema, schema, spec,
-                                                files.view.visibility(), log_bytes=log_bytes))
+            visibility = files.view.visibility()
+            snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
+                                                      tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
+            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, file_schema, schema, spec, visibility,
+                                                log_bytes=log_bytes, snapshot=snapshot))
         else:  # no stored record keys to join on: whole slices merged in executors
             df = df.unionByName(read_merged(spark, base_uri, pieces, file_schema, schema, spec,
                                             files.view.visibility()))
@@ -177,7 +183,7 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
     Spark's vectorised reader cannot widen types (an int column read as long fails), so when the
     table schema changed across commits, each group of files sharing a commit schema is read with
     its own schema and its columns are cast (or null-filled) to the latest schema. ``file_ids``
-    adds each row's file id (:func:`pyhudi.spark.merged.with_file_id`).
+    adds each row's file name and position (:func:`pyhudi.spark.merged.with_file_id`).
     """
     def read(read_schema: T.StructType, uris: list[str]) -> DataFrame:
         df = parquet_files(spark, read_schema, uris)
@@ -201,7 +207,7 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
         df = read(own, uris)
         cols = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) if f.name in own.fieldNames()
                 else F.lit(None).cast(f.dataType).alias(f.name) for f in schema]
-        parts.append(df.select(*cols, *([FILE_ID] if file_ids else [])))
+        parts.append(df.select(*cols, *(BASE_COLUMNS if file_ids else ())))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)

@@ -189,18 +189,21 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     """One row per record key: the one with the largest ordering value (Hudi's preCombine).
 
     Rows whose ordering value is null lose to any non-null one; among equal values one is kept.
-    Rows without duplicates come back as they were, in their order.
+    Rows come back in record-key order (unless they arrived in it, or there are fewer than two):
+    sorting by key alone is cheap, and only keys seen twice need the ordering value compared.
     """
     keys = rows.column(RECORD_KEY)
     if rows.num_rows < 2 or keys_ascending(keys):
         return rows
+    order = pc.sort_indices(keys)
+    first = first_of_runs(pc.take(keys, order).combine_chunks())
+    if first.all():
+        return rows.take(order)
     sort_keys = [(RECORD_KEY, "ascending")]
     if ordering_field and ordering_field in rows.column_names:
         sort_keys.append((ordering_field, "descending"))
     order = pc.sort_indices(rows, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     first = first_of_runs(pc.take(keys, order).combine_chunks())
-    if first.all():
-        return rows
     return rows.take(order.filter(pa.array(first)))
 
 

@@ -323,8 +323,8 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
             if route[chunk[0]] < 0:  # BUCKET index: deletes of keys no file group holds
                 continue
             bucket = plan.buckets[int(route[chunk[0]])]
-            stats = run_handle(storage, job.ctx, schema, bucket, rows.take(pa.array(chunk)), task,
-                               first_position=position)
+            mine = rows if len(chunk) == rows.num_rows else rows.take(pa.array(chunk))  # one bucket: no copy
+            stats = run_handle(storage, job.ctx, schema, bucket, mine, task, first_position=position)
             if stats is not None:
                 position += int(stats["num_writes"])
                 yield stats_batch(stats)
