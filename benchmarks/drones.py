@@ -21,7 +21,9 @@ five runs after one warm-up, timed from the read call to the result as users see
 * group-by: ``avg(speed)`` per day over the table.
 
 pyhudi also prints its plan time (``pyhudi.read`` alone), an incremental pull of the last upsert and
-a time travel to the one before, and for merge-on-read a compaction.
+a time travel to the one before, and for merge-on-read a compaction. At the end the load is written
+again into about 400 files (``--plan-files``) to time planning there, with and without a partition
+filter, and to count the files a point lookup reads.
 
 The peers: plain Spark parquet partitioned by day (bulk load ``df.write.partitionBy("day")``; an
 upsert reads the batch's days, keeps the latest row per key and replaces those day folders; it reads
@@ -166,6 +168,30 @@ def run_pyhudi(spark, work: Path, data: Data, args: argparse.Namespace, *, codec
         after = median_ms(lambda: pyhudi.read(spark, path).groupBy("day").agg(F.avg("speed")).collect())
         print(f"  compaction of {len(done)} plan(s) {compact_s:.2f} s; group-by after it {after:.0f} ms")
     return result
+
+
+def planning_at_scale(spark, work: Path, data: Data, files: int) -> None:
+    """Plan time and the files a point lookup reads, on the load written into about ``files`` files
+    (a small ``hoodie.parquet.max.file.size``)."""
+    from pyspark.sql import functions as F
+
+    path = str(work / "many_files")
+    size = data.load.nbytes // 4 // files  # these rows take about a quarter of their Arrow bytes in parquet
+    opts = {**workload_options(), "hoodie.parquet.compression.codec": "snappy",
+            "hoodie.parquet.max.file.size": str(size), "hoodie.datasource.write.operation": "bulk_insert"}
+    pyhudi.write(frame(spark, data.load, "pandas"), path, opts)
+    table = pyhudi.HudiTable(path)
+    view = table.file_system_view()
+    count = len(view.latest_base_files())
+    plan = median_ms(lambda: pyhudi.read(spark, path))
+    one_day = median_ms(lambda: pyhudi.read(spark, path, filters=f"day = '{data.day}'"))
+    key = data.key
+    lookup = pyhudi.read(spark, path, filters=F.col("key") == key)
+    read = len(lookup.inputFiles())
+    point = median_ms(lambda: pyhudi.read(spark, path, filters=F.col("key") == key).collect())
+    print(f"\n[planning at scale] {count} files in {len(view.partitions)} days (snappy): plan {plan:.0f} ms "
+          f"(target <= 200), with a one-day filter {one_day:.0f} ms; point lookup reads {read} of "
+          f"{len(view.latest_base_files(data.day))} files of its day, {point:.0f} ms")
 
 
 def workload_options() -> dict[str, str]:
@@ -347,6 +373,8 @@ def main() -> None:
     parser.add_argument("--peers", default="spark,delta", help="spark and/or delta, or none")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="extra hoodie.* option for every pyhudi write")
+    parser.add_argument("--plan-files", type=int, default=400,
+                        help="also time planning on the load written into this many files (0: skip)")
     args = parser.parse_args()
     spark = pyhudi.spark_session()
     work = Path(tempfile.mkdtemp(prefix="pyhudi-bench-"))
@@ -367,6 +395,8 @@ def main() -> None:
                     results.append(run_pyhudi(spark, work, data, args, codec=codec, table_type=table_type.strip(),
                                               kind=kind, index=index.strip().upper()))
     summary(results, args)
+    if args.plan_files:
+        planning_at_scale(spark, work, data, args.plan_files)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 
