@@ -21,7 +21,9 @@ five runs after one warm-up, timed from the read call to the result as users see
 * group-by: ``avg(speed)`` per day over the table.
 
 pyhudi also prints its plan time (``pyhudi.read`` alone), an incremental pull of the last upsert and
-a time travel to the one before, and for merge-on-read a compaction. At the end the load is written
+a time travel to the one before, and for merge-on-read a compaction. Per codec it prints the floor
+of a daily upsert: the two Spark jobs of a partition-local write doing nothing, and pyarrow alone
+writing the new day's rows. At the end the load is written
 again into about 400 files (``--plan-files``) to time planning there, with and without a partition
 filter, and to count the files a point lookup reads.
 
@@ -192,6 +194,42 @@ def planning_at_scale(spark, work: Path, data: Data, files: int) -> None:
     print(f"\n[planning at scale] {count} files in {len(view.partitions)} days (snappy): plan {plan:.0f} ms "
           f"(target <= 200), with a one-day filter {one_day:.0f} ms; point lookup reads {read} of "
           f"{len(view.latest_base_files(data.day))} files of its day, {point:.0f} ms")
+
+
+def count_rows(batches):  # type: ignore[no-untyped-def]
+    """A ``mapInArrow`` body that does nothing but count (the rows still cross into Python)."""
+    yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
+
+
+def upsert_floor(spark, data: Data, codec: str) -> None:
+    """What a daily upsert costs pyhudi's Spark plumbing before any work, on the same input as the
+    upserts (a DataFrame from pandas): the count of records per partition, then the shuffle by
+    partition into Python workers doing nothing, as a partition-local write routes them; and
+    pyarrow alone writing the new day's rows into one file."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from pyhudi.io.avro_schema import PARTITION_PATH
+    from pyhudi.spark.pipeline import by_partition, coalesced, pack_tasks, route
+    from pyhudi.spark.worker import map_in_arrow
+
+    table = data.batches[-1]
+    parallelism = spark.sparkContext.defaultParallelism
+
+    def two_jobs() -> None:
+        batch = coalesced(workload.pandas_frame(spark, table), parallelism).withColumn(PARTITION_PATH, F.col("day"))
+        counts = {r[PARTITION_PATH]: r["count"] for r in batch.groupBy(PARTITION_PATH).count().collect()}
+        task_of = pack_tasks(counts, parallelism)
+        map_in_arrow(route(batch, by_partition(task_of), max(task_of.values()) + 1), count_rows, "n long").collect()
+
+    jobs_ms = median_ms(two_jobs)
+    new_day = table.filter(pc.equal(table.column("day"), table.column("day")[0]))
+    sink = Path(tempfile.mkdtemp()) / "day.parquet"
+    write_ms = median_ms(lambda: pq.write_table(new_day, sink, compression=codec))
+    shutil.rmtree(sink.parent, ignore_errors=True)
+    print(f"\n[upsert floor, {codec}] count per partition + shuffle by partition into a no-op Arrow pass: "
+          f"{jobs_ms:.0f} ms; pyarrow writing the new day ({new_day.num_rows:,} rows) alone: {write_ms:.0f} ms")
 
 
 def workload_options() -> dict[str, str]:
@@ -385,6 +423,8 @@ def main() -> None:
     results: list[Result] = []
     for codec in args.codec.split(","):
         print(f"\n=== codec {codec}")
+        if data.batches:
+            upsert_floor(spark, data, codec)
         if "delta" in peers:
             results += [run_delta(work, data, codec=codec, literal=literal) for literal in (False, True)]
         for kind in args.input.split(","):

@@ -107,3 +107,21 @@ def test_empty_and_single_row_inputs(spark, tmp_path, operation):
     assert len(base_files(path)) == 1 and len(hudi_rs_rows(path)) == 1
     pyhudi.write(one.where(F.lit(False)), path, opts)  # an empty write to a table with data
     assert len(pyhudi_rows(spark, path)) == 1
+
+
+def test_new_files_are_sized_from_the_inserts_until_a_commit_tells_the_record_size(spark, tmp_path):
+    """No commit wrote more than the small-file limit, so Hudi's record size comes from
+    ``hoodie.copyonwrite.record.size.estimate`` (1 KB), many times what these rows take: the
+    upsert's tasks measure their inserts instead, unless the user set the estimate."""
+    opts = drone_options(**NO_BLOOM, **{"hoodie.parquet.max.file.size": str(1 << 20)})
+    counts = {}
+    for name, extra in (("measured", {}), ("named", {"hoodie.copyonwrite.record.size.estimate": "1024"})):
+        path = str(tmp_path / name)
+        pyhudi.write(readings(spark, 0, 1, 10), path, {**opts, **extra, "hoodie.datasource.write.operation":
+                                                        "bulk_insert"})
+        pyhudi.write(daily_batch(spark, 1, 10).repartition(5), path, {**opts, **extra,
+                                                                      "hoodie.datasource.write.operation": "upsert"})
+        counts[name] = len(base_files(path, "2024-01-02"))
+        assert len(hudi_rs_rows(path)) == 2 * 14400
+    assert counts["measured"] == 1  # 14,400 rows take well under 1 MB
+    assert counts["named"] == 15  # 14,400 x 1 KB in files of 1 MB: Hudi's sizing from the named estimate

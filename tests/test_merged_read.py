@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from test_merge import SCHEMA, deletes
 
 from pyhudi.read.merge import LogScan, MergeSpec, log_state, merge_slice
-from pyhudi.spark.merged import BASE_ROW, FILE_ID, log_side_rows, log_side_schema, merged_records
+from pyhudi.spark.merged import BASE_ROW, BASE_SIZE, FILE_ID, log_side_rows, log_side_schema, merged_records
 
 KEYS = ["a", "b", "c", "d"]
 WITH_FLAG = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
@@ -37,8 +37,9 @@ def frame(spark, table: pa.Table):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.lists(st.tuples(st.sampled_from(KEYS), st.integers(0, 4)), max_size=4, unique_by=lambda r: r[0]),
-       blocks=st.lists(block, min_size=1, max_size=4), keep_larger=st.booleans(), has_base=st.booleans())
-def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_base):
+       blocks=st.lists(block, min_size=1, max_size=4), keep_larger=st.booleans(), has_base=st.booleans(),
+       with_names=st.booleans())
+def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_base, with_names):
     spec = MergeSpec("ts", keep_larger_ordering=keep_larger)
     base_table = records([(k, ts, False) for k, ts in base], "0") if has_base else None
     scan = LogScan()
@@ -53,11 +54,13 @@ def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_ba
     side = log_side_schema(WITH_FLAG, spec)
     names = WITH_FLAG.names
     stored = base_table.column("_hoodie_record_key") if base_table is not None else None
-    logs = frame(spark, log_side_rows(state, "f1", stored, WITH_FLAG, side))
+    logs = frame(spark, log_side_rows(state, "f1", stored, 1234, WITH_FLAG, side))
     base_df = None
     if base_table is not None:
         base_df = frame(spark, base_table.append_column(BASE_ROW, pa.array(range(base_table.num_rows), pa.int64()))) \
-            .withColumn(FILE_ID, F.lit("f1_0-1-2_001.parquet"))
+            .withColumn(BASE_SIZE, F.lit(1234).cast("long"))
+        if with_names:  # base files of equal sizes: the file name tells them apart
+            base_df = base_df.withColumn(FILE_ID, F.lit("f1_0-1-2_001.parquet"))
     out = merged_records(base_df, logs, names, spec)
     def rows(records):
         return sorted((r["_hoodie_record_key"], r["ts"], r["val"]) for r in records)
@@ -66,3 +69,23 @@ def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_ba
     # a filter on the merged records gives the merged records that pass it (Spark pushes it into
     # the base side where the payload allows)
     assert rows(out.where("ts >= 2").collect()) == rows(r for r in expected.to_pylist() if r["ts"] >= 2)
+
+
+def test_base_files_of_equal_size_are_told_apart_by_name(spark):
+    """Two base files of the same size hold records at the same positions; a log record of one file
+    replaces its record only."""
+    spec = MergeSpec("ts")
+    side = log_side_schema(WITH_FLAG, spec)
+    update = LogScan(data=[(0, records([("a", 3, False)], "2"))])
+    stored = pa.chunked_array([pa.array(["a", "b"])])
+    logs = frame(spark, log_side_rows(log_state(update, WITH_FLAG, spec), "fa", stored, 100, WITH_FLAG, side))
+    parts = []
+    for fid, keys in (("fa", ["a", "b"]), ("fb", ["c", "d"])):
+        rows = records([(k, 1, False) for k in keys], "1").append_column(BASE_ROW, pa.array([0, 1], pa.int64()))
+        parts.append(frame(spark, rows).withColumn(BASE_SIZE, F.lit(100).cast("long"))
+                     .withColumn(FILE_ID, F.lit(f"{fid}_0-1-2_1.parquet")))
+    out = merged_records(parts[0].unionByName(parts[1]), logs, WITH_FLAG.names, spec)
+    assert sorted((r["_hoodie_record_key"], r["ts"]) for r in out.collect()) == \
+        [("a", 3), ("b", 1), ("c", 1), ("d", 1)]
+    without_names = merged_records(parts[0].unionByName(parts[1]).drop(FILE_ID), logs, WITH_FLAG.names, spec)
+    assert len(without_names.collect()) == 3  # what the name prevents: "c" taken for "a"

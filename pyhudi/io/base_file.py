@@ -189,6 +189,17 @@ def open_parquet_writer(sink: pa.NativeFile, schema: pa.Schema, settings: Parque
         data_page_size=settings.page_size, store_schema=False, write_statistics=True, write_page_index=True)
 
 
+def encoded_record_size(rows: pa.Table, settings: ParquetSettings) -> float:
+    """Bytes a record of ``rows`` (base-file rows) takes in a base file written with ``settings``:
+    ``rows`` encoded and compressed in memory, the footer left out."""
+    sink = pa.BufferOutputStream()
+    writer = open_parquet_writer(sink, rows.schema, settings, rows)
+    writer.write_table(rows)
+    encoded = sink.tell()
+    writer.close()
+    return encoded / max(1, rows.num_rows)
+
+
 class BaseFileWriter:
     """Streams row groups into one base file; the footer (bloom filter, key range) is added on close.
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,6 +30,7 @@ from pyhudi.read.merge import (
     read_slice,
     scan_logs,
 )
+from pyhudi.spark.jvm import select_exprs
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
 
@@ -88,7 +89,8 @@ def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], k
     return _merge_slices(spark, base_uri, slices, key_schema, spec, visibility, out, ddl, keys)
 
 
-#: The base file each base-file row comes from (``<file id>_<token>_<instant>.parquet``)
+#: The base file each base-file row comes from (``<file id>_<token>_<instant>.parquet``); read only
+#: when two of the merged slices' base files have the same size (see :func:`with_file_id`)
 FILE_ID = "_pyhudi_file_name"
 LOG_PREFIX = "_pyhudi_l_"  # the log side's record columns in the join
 LOG_FILE_ID = "_pyhudi_log_file_id"
@@ -96,20 +98,33 @@ LOG_FILE_ID = "_pyhudi_log_file_id"
 BROADCAST_LOG_BYTES = 256 << 20
 
 
+#: The size of the base file each base-file row comes from (Spark's ``_metadata.file_size``)
+BASE_SIZE = "_pyhudi_base_size"
 #: The position of each base-file row in its file (Spark's ``_metadata.row_index``)
 BASE_ROW = "_pyhudi_base_row"
-#: What :func:`with_file_id` adds to base-file rows
-BASE_COLUMNS = (FILE_ID, BASE_ROW)
-#: Log side: the position of the key's record in the slice's base file (the first, should the file
-#: hold the key twice); null when the base file does not hold the key
+#: Log side: the size of the slice's base file, and the position in it of the key's record (the
+#: first, should the file hold the key twice; null when the base file does not hold the key)
+LOG_BASE_SIZE = "_pyhudi_log_base_size"
 LOG_BASE_ROW = "_pyhudi_log_base_row"
 
 
-def with_file_id(df: DataFrame) -> DataFrame:
-    """Base-file rows with the name of the file each comes from and the row's position in it
-    (Spark's ``_metadata``, which costs nothing to read); the file id (the part of the name before
-    the first ``_``) is only computed for rows a log record matches."""
-    return df.select("*", F.col("_metadata.file_name").alias(FILE_ID), F.col("_metadata.row_index").alias(BASE_ROW))
+def base_columns(*, names: bool) -> tuple[str, ...]:
+    """What :func:`with_file_id` adds to base-file rows."""
+    return (BASE_SIZE, BASE_ROW, FILE_ID) if names else (BASE_SIZE, BASE_ROW)
+
+
+def with_file_id(df: DataFrame, *, names: bool = False) -> DataFrame:
+    """Base-file rows with the size of the file each comes from and the row's position in it.
+
+    Both are Spark ``_metadata`` fields that cost nothing to read: the size is a constant per file
+    and the position is counted by the reader. Together they name a row of one of the slices being
+    merged as long as no two of their base files have the same size; where two do, ``names`` adds
+    the file name as well (a string per row, which costs about as much as reading a column).
+    """
+    extra = [f"_metadata.file_size AS {BASE_SIZE}", f"_metadata.row_index AS {BASE_ROW}"]
+    if names:
+        extra.append(f"_metadata.file_name AS {FILE_ID}")
+    return select_exprs(df, ["*", *extra])
 
 
 def log_side_schema(target: pa.Schema, spec: MergeSpec) -> pa.Schema:
@@ -119,13 +134,14 @@ def log_side_schema(target: pa.Schema, spec: MergeSpec) -> pa.Schema:
     return pa.schema([pa.field(LOG_PREFIX + f.name, f.type) for f in target] + [
         pa.field(LOG_FILE_ID, pa.string()), pa.field(LOG_RECORD, pa.bool_()), pa.field(LOG_DELETED, pa.bool_()),
         pa.field(LOG_DELETE_ORDER, target.field(order).type if order else pa.string()),
-        pa.field(LOG_BASE_ROW, pa.int64())])
+        pa.field(LOG_BASE_SIZE, pa.int64()), pa.field(LOG_BASE_ROW, pa.int64())])
 
 
-def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | None, target: pa.Schema,
-                  out: pa.Schema) -> pa.Table:
+def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | None, base_size: int | None,
+                  target: pa.Schema, out: pa.Schema) -> pa.Table:
     """:func:`log_state` of one slice as log-side rows (``out`` is :func:`log_side_schema`);
-    ``stored_keys`` are the record keys of the slice's base file (None: it has none)."""
+    ``stored_keys`` are the record keys of the slice's base file and ``base_size`` its size in
+    bytes (None: it has none)."""
     records = align(state, target)
     n = state.num_rows
     first = np.full(n, -1, dtype=np.int64)
@@ -136,13 +152,15 @@ def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | 
         first[at.drop_null().to_numpy(zero_copy_only=False)[::-1]] = rows  # the lowest row wins
     columns = list(records.columns) + [
         pa.repeat(pa.scalar(file_id, pa.string()), n), state.column(LOG_RECORD), state.column(LOG_DELETED),
-        state.column(LOG_DELETE_ORDER).cast(out.field(LOG_DELETE_ORDER).type), pa.array(first, mask=first < 0)]
+        state.column(LOG_DELETE_ORDER).cast(out.field(LOG_DELETE_ORDER).type),
+        pa.repeat(pa.scalar(base_size, pa.int64()), n), pa.array(first, mask=first < 0)]
     return pa.Table.from_arrays(columns, schema=out)
 
 
-def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
-              out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
-    """Per slice, :func:`log_state` of its logs as log-side rows, computed once per DataFrame.
+def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], base_sizes: list[int | None],
+              file_schema: pa.Schema, out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
+    """Per slice, :func:`log_state` of its logs as log-side rows, computed once per DataFrame
+    (``base_sizes``: the size of each slice's base file).
 
     The rows feed two parts of the plan (the join with the base rows, and the keys only the logs
     hold), so they are local-checkpointed lazily: the first job that needs them (the broadcast)
@@ -154,20 +172,20 @@ def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], fil
     target = to_arrow_schema(out_schema)
     out = log_side_schema(target, spec)
     schema_ipc = file_schema.serialize().to_pybytes()
-    pieces = list(slices)
+    pieces = list(zip(slices, base_sizes))
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         storage = Storage(base_uri)
         schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                piece = pieces[i]
+                piece, size = pieces[i]
                 state = log_state(scan_logs(storage, piece.log_files, schema, visibility), schema, spec)
                 if not state.num_rows:
                     continue
                 stored = read_base_file(storage, piece.base_file, [RECORD_KEY]).column(RECORD_KEY) \
                     if piece.base_file else None
-                yield from log_side_rows(state, piece.file_id, stored, target, out).to_batches()
+                yield from log_side_rows(state, piece.file_id, stored, size, target, out).to_batches()
 
     return map_in_arrow(spread(spark, len(pieces)), body, from_arrow_schema(out)).localCheckpoint(eager=False)
 
@@ -176,21 +194,33 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def _same_row(base: DataFrame) -> Column:
+    """The join condition of base rows (aliased ``b``) and log-side rows: the same position in a
+    file of the same size, and of the same file id where base rows carry their file name.
+
+    The position alone is the hash key: positions are small numbers, for which Spark builds a
+    dense array instead of a hash table, and the other comparisons, written as ``coalesce(... =
+    ...)`` so that Spark does not take them for keys too, run only for rows whose position matches.
+    """
+    same = F.col(f"b.{BASE_SIZE}") == F.col(LOG_BASE_SIZE)
+    if FILE_ID in base.columns:
+        same = same & (F.substring_index(F.col(f"b.{FILE_ID}"), "_", 1) == F.col(LOG_FILE_ID))
+    return (F.col(f"b.{BASE_ROW}") == F.col(LOG_BASE_ROW)) & F.coalesce(same, F.lit(False))
+
+
 def join_logs(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
               broadcast: bool = True) -> DataFrame:
-    """Base rows (with :data:`BASE_COLUMNS`) merged with the log side: per row the base record, the
-    log record, or nothing, by the rules of :func:`pyhudi.read.merge.merge_slice`.
+    """Base rows (with :func:`with_file_id`'s columns) merged with the log side: per row the base
+    record, the log record, or nothing, by the rules of :func:`pyhudi.read.merge.merge_slice`.
 
-    The join key is the row's position in its file, which the log side knows from the base file's
-    keys: Spark neither decodes nor hashes a record key per row. The file id is compared only for
-    rows whose position matches (written as ``coalesce(... = ...)``, or Spark would hash it as a
-    second key of every row). The choice per row is one SQL expression per column.
+    A row is matched by its position in its base file and the file's size (:func:`_same_row`),
+    which the log side knows from the base file's keys: Spark neither decodes nor hashes a record
+    key per row. The choice per row is one SQL expression per column.
     """
     order = spec.ordering_field if spec.ordering_field in names else None
     logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
     right = F.broadcast(logs) if broadcast else logs
-    same_file = F.coalesce(F.substring_index(F.col(f"b.{FILE_ID}"), "_", 1) == F.col(LOG_FILE_ID), F.lit(False))
-    joined = base.alias("b").join(right, (F.col(f"b.{BASE_ROW}") == F.col(LOG_BASE_ROW)) & same_file, "left")
+    joined = base.alias("b").join(right, _same_row(base), "left")
     has_record = f"coalesce({LOG_RECORD}, false)"
     alive = f"{LOG_RECORD} IS NULL OR NOT {LOG_DELETED}"  # a log delete removes the base record ...
     if order is not None:  # ... unless the base record's ordering value is larger than the delete's
@@ -200,14 +230,14 @@ def join_logs(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpe
         stored, logged = f"b.{_q(order)}", _q(LOG_PREFIX + order)
         take_base = f"(({alive}) AND (NOT {has_record} OR ({stored} IS NOT NULL AND ({logged} IS NULL OR " \
                     f"{stored} > {logged}))))"
-    return joined.where(f"{take_base} OR {has_record}").selectExpr(
-        *[f"CASE WHEN {take_base} THEN b.{_q(n)} ELSE {_q(LOG_PREFIX + n)} END AS {_q(n)}" for n in names])
+    return select_exprs(joined.where(f"{take_base} OR {has_record}"), [
+        f"CASE WHEN {take_base} THEN b.{_q(n)} ELSE {_q(LOG_PREFIX + n)} END AS {_q(n)}" for n in names])
 
 
 def new_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """The log records of keys the base files do not hold, with the record columns unprefixed."""
-    return logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL").selectExpr(
-        *[f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL"),
+                        [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
 
 
 def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
@@ -222,19 +252,18 @@ def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: Mer
     order = spec.ordering_field if spec.ordering_field in names else None
     logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
     right = F.broadcast(logs) if broadcast else logs
-    same_file = F.coalesce(F.substring_index(F.col(f"b.{FILE_ID}"), "_", 1) == F.col(LOG_FILE_ID), F.lit(False))
-    joined = base.alias("b").join(right, (F.col(f"b.{BASE_ROW}") == F.col(LOG_BASE_ROW)) & same_file, "left")
-    kept = f"{LOG_RECORD} IS NULL"  # no log record or delete for the key
-    if order is not None:  # a delete with a real ordering value spares a base record with a larger one
-        kept += f" OR (NOT {LOG_RECORD} AND coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false))"
-    return joined.where(kept).selectExpr(*[f"b.{_q(n)}" for n in names])
+    removed = _same_row(base)  # a log record or delete for the key removes the base record ...
+    if order is not None:  # ... but a delete with a real ordering value spares one with a larger value
+        removed = removed & F.expr(f"{LOG_RECORD} OR NOT coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)")
+    # an anti join: Spark emits the rows without a match as they are, joining no columns to them
+    return select_exprs(base.alias("b").join(right, removed, "left_anti"), [f"b.{_q(n)}" for n in names])
 
 
 def log_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """Every surviving log record, unprefixed: with ``OverwriteWithLatestAvroPayload`` each one is
     in the result, over the base record of its key if there is one."""
-    return logs.where(f"coalesce({LOG_RECORD}, false)").selectExpr(
-        *[f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false)"),
+                        [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
 
 
 def filters_reach_base_files(spec: MergeSpec) -> bool:
@@ -281,14 +310,16 @@ def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> DataFrame:
 
 
 def merge_with_logs(spark: SparkSession, base: DataFrame | None, base_uri: str, slices: list[SliceToRead],
-                    file_schema: pa.Schema, out_schema: T.StructType, spec: MergeSpec, visibility: Visibility, *,
-                    log_bytes: int, snapshot: Hashable | None = None) -> DataFrame:
+                    base_sizes: list[int | None], file_schema: pa.Schema, out_schema: T.StructType,
+                    spec: MergeSpec, visibility: Visibility, *, log_bytes: int,
+                    snapshot: Hashable | None = None) -> DataFrame:
     """The merged records of merge-on-read slices with log files, merged by Spark.
 
     ``base`` reads the slices' base files natively (with :func:`with_file_id`; None when there are
-    none, or filters ruled them all out). Only the logs go through Python: each slice's
-    :func:`log_state` (one row per key its blocks hold). Spark joins the base rows with it by the
-    key's position in its base file (the log side broadcast while the logs are small,
+    none, or filters ruled them all out); ``base_sizes`` are the sizes of the slices' base files.
+    Only the logs go through Python: each slice's :func:`log_state` (one row per key its blocks
+    hold). Spark joins the base rows with it by the key's position in its base file and the file's
+    size (the log side broadcast while the logs are small,
     :data:`BROADCAST_LOG_BYTES`). With ``OverwriteWithLatestAvroPayload`` the result is the base
     rows no log record or delete touches (:func:`surviving_base`) plus every log record; with
     ``DefaultHoodieRecordPayload`` each row picks the base or the log record by ordering value
@@ -304,7 +335,7 @@ def merge_with_logs(spark: SparkSession, base: DataFrame | None, base_uri: str, 
     names = out_schema.fieldNames()
 
     def make() -> DataFrame:
-        return _log_side(spark, base_uri, slices, file_schema, out_schema, spec, visibility)
+        return _log_side(spark, base_uri, slices, base_sizes, file_schema, out_schema, spec, visibility)
 
     if snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES:
         logs = _kept_log_side((id(spark), snapshot, file_schema, out_schema.json(), spec), make)

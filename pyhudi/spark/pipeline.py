@@ -470,6 +470,9 @@ class Pipeline:
             drop_existing=operation == "insert" and bool(cfg.get(C.INSERT_DROP_DUPLICATES)),
             merge_on_read=self.is_mor,
             avg_record_size=self.average_record_size() if index != BUCKET_INDEX else 1,
+            # no commit tells the record size and the user named none: the tasks measure their inserts
+            measure_record_size=index != BUCKET_INDEX and self.measured_record_size() is None
+            and not cfg.is_set(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
             auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE), layouts=layouts,
             bucket=bucket_spec(cfg, self.spec) if index == BUCKET_INDEX else None, merge_spec=self.merge_spec(),
             visibility=view.visibility() if key_schema is not None else None,
@@ -534,6 +537,13 @@ class Pipeline:
 
     def average_record_size(self) -> int:
         """Hudi's estimate from the newest commit that wrote enough bytes (else the configured one)."""
+        measured = self.measured_record_size()
+        avg = measured if measured is not None else self.cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+        self.phases["avg_record_size"] = avg
+        return avg
+
+    def measured_record_size(self) -> int | None:
+        """Bytes per record of the newest commit that wrote enough bytes to tell; None if none did."""
         cfg = self.cfg
         threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
         commits = []
@@ -544,10 +554,7 @@ class Pipeline:
             commits.append((sum(st.totalWriteBytes for st in stats), sum(st.numWrites for st in stats)))
             if commits[-1][0] > threshold:
                 break
-        avg = average_record_size(commits, default=cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
-                                  threshold_bytes=threshold)
-        self.phases["avg_record_size"] = avg
-        return avg
+        return average_record_size(commits, default=None, threshold_bytes=threshold)
 
     def plan(self, profile: dict[str, PartitionProfile]) -> Any:
         cfg = self.cfg

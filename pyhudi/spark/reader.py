@@ -30,7 +30,8 @@ from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, footers, prune_partition_paths, skip_files
 from pyhudi.spark.filters import to_predicate
-from pyhudi.spark.merged import BASE_COLUMNS, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
+from pyhudi.spark.jvm import string_seq
+from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.table.table import HudiTable
@@ -137,13 +138,17 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
             if predicate is not None and logged_bases and filters_reach_base_files(spec):
                 kept = set(skip_files(table.storage, predicate, [b.path for b in logged_bases]))
                 logged_bases = [b for b in logged_bases if b.path in kept]
-            base = _read_files(spark, table, logged_bases, schema, file_ids=True) if logged_bases else None
+            sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
+            known = [n for n in sizes if n is not None]
+            # a base file's size and a row's position name the row, unless two base files share a size
+            base = _read_files(spark, table, logged_bases, schema, file_ids=True,
+                               names=len(set(known)) < len(known)) if logged_bases else None
             log_bytes = sum(lf.size for s in logged for lf in s.log_files)
             visibility = files.view.visibility()
             snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                                       tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
-            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, file_schema, schema, spec, visibility,
-                                                log_bytes=log_bytes, snapshot=snapshot))
+            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, sizes, file_schema, schema, spec,
+                                                visibility, log_bytes=log_bytes, snapshot=snapshot))
         else:  # no stored record keys to join on: whole slices merged in executors
             df = df.unionByName(read_merged(spark, base_uri, pieces, file_schema, schema, spec,
                                             files.view.visibility()))
@@ -177,17 +182,18 @@ def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructT
 
 
 def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType, *,
-                file_ids: bool = False) -> DataFrame:
+                file_ids: bool = False, names: bool = False) -> DataFrame:
     """Read base files natively; files written under an older schema are read apart and cast.
 
     Spark's vectorised reader cannot widen types (an int column read as long fails), so when the
     table schema changed across commits, each group of files sharing a commit schema is read with
     its own schema and its columns are cast (or null-filled) to the latest schema. ``file_ids``
-    adds each row's file name and position (:func:`pyhudi.spark.merged.with_file_id`).
+    adds each row's file size and position, and with ``names`` its file name
+    (:func:`pyhudi.spark.merged.with_file_id`).
     """
     def read(read_schema: T.StructType, uris: list[str]) -> DataFrame:
         df = parquet_files(spark, read_schema, uris)
-        return with_file_id(df) if file_ids else df
+        return with_file_id(df, names=names) if file_ids else df
 
     schema_of: dict[str, str | None] = {}
     groups: dict[str | None, list[str]] = {}
@@ -207,7 +213,7 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
         df = read(own, uris)
         cols = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) if f.name in own.fieldNames()
                 else F.lit(None).cast(f.dataType).alias(f.name) for f in schema]
-        parts.append(df.select(*cols, *(BASE_COLUMNS if file_ids else ())))
+        parts.append(df.select(*cols, *(base_columns(names=names) if file_ids else ())))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
@@ -225,10 +231,9 @@ def parquet_files(spark: SparkSession, schema: T.StructType, uris: list[str]) ->
     string), and above 32 paths Spark lists them with a Spark job (1.5 s for 300 files on two
     cores), although every path is a file pyhudi already listed: the listing runs on the driver.
     """
-    jvm = spark.sparkContext._jvm
-    if any("\n" in u for u in uris) or jvm is None:
+    paths = string_seq(spark, uris)
+    if paths is None:
         return spark.read.schema(schema).parquet(*uris)
-    paths = jvm.PythonUtils.toSeq(jvm.java.util.Collections.list(jvm.java.util.StringTokenizer("\n".join(uris), "\n")))
     conf = spark.conf
     before = conf.get(_LISTING_THRESHOLD, None)
     conf.set(_LISTING_THRESHOLD, str(max(32, len(uris) + 1)))

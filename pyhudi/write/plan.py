@@ -198,8 +198,10 @@ def plan_bucket_index(
     return plan, profile, route
 
 
-def average_record_size(commits: list[tuple[int, int]], *, default: int, threshold_bytes: float) -> int:
-    """Hudi's ``averageBytesPerRecord``: from the newest commit that wrote enough bytes.
+def average_record_size(commits: list[tuple[int, int]], *, default: int | None,
+                        threshold_bytes: float) -> int | None:
+    """Hudi's ``averageBytesPerRecord``: from the newest commit that wrote enough bytes, else
+    ``default``.
 
     ``commits`` is (total bytes written, records written) per completed commit, newest first.
     """
