@@ -22,10 +22,10 @@ five runs after one warm-up, timed from the read call to the result as users see
 
 pyhudi also prints its plan time (``pyhudi.read`` alone), an incremental pull of the last upsert and
 a time travel to the one before, and for merge-on-read a compaction. Per codec it prints the floor
-of a daily upsert: the two Spark jobs of a partition-local write doing nothing, and pyarrow alone
-writing the new day's rows. At the end the load is written
-again into about 400 files (``--plan-files``) to time planning there, with and without a partition
-filter, and to count the files a point lookup reads.
+of a daily upsert: the two Spark jobs of a partition-local write doing nothing (and the shuffle job
+alone, and a pass of the batch without a shuffle), and pyarrow alone writing the new day's rows. At
+the end the load is written again into about 400 files (``--plan-files``) to time planning there,
+with and without a partition filter, and to count the files a point lookup reads.
 
 The peers: plain Spark parquet partitioned by day (bulk load ``df.write.partitionBy("day")``; an
 upsert reads the batch's days, keeps the latest row per key and replaces those day folders; it reads
@@ -216,20 +216,25 @@ def upsert_floor(spark, data: Data, codec: str) -> None:
 
     table = data.batches[-1]
     parallelism = spark.sparkContext.defaultParallelism
+    batch = coalesced(workload.pandas_frame(spark, table), parallelism).withColumn(PARTITION_PATH, F.col("day"))
 
-    def two_jobs() -> None:
-        batch = coalesced(workload.pandas_frame(spark, table), parallelism).withColumn(PARTITION_PATH, F.col("day"))
-        counts = {r[PARTITION_PATH]: r["count"] for r in batch.groupBy(PARTITION_PATH).count().collect()}
-        task_of = pack_tasks(counts, parallelism)
+    def count_job() -> dict[str, int]:
+        return {r[PARTITION_PATH]: r["count"] for r in batch.groupBy(PARTITION_PATH).count().collect()}
+
+    def shuffle_job(task_of: dict[str, int]) -> None:
         map_in_arrow(route(batch, by_partition(task_of), max(task_of.values()) + 1), count_rows, "n long").collect()
 
-    jobs_ms = median_ms(two_jobs)
+    jobs_ms = median_ms(lambda: shuffle_job(pack_tasks(count_job(), parallelism)))
+    task_of = pack_tasks(count_job(), parallelism)
+    shuffle_ms = median_ms(lambda: shuffle_job(task_of))
+    pass_ms = median_ms(lambda: map_in_arrow(batch, count_rows, "n long").collect())
     new_day = table.filter(pc.equal(table.column("day"), table.column("day")[0]))
     sink = Path(tempfile.mkdtemp()) / "day.parquet"
     write_ms = median_ms(lambda: pq.write_table(new_day, sink, compression=codec))
     shutil.rmtree(sink.parent, ignore_errors=True)
     print(f"\n[upsert floor, {codec}] count per partition + shuffle by partition into a no-op Arrow pass: "
-          f"{jobs_ms:.0f} ms; pyarrow writing the new day ({new_day.num_rows:,} rows) alone: {write_ms:.0f} ms")
+          f"{jobs_ms:.0f} ms (the shuffle job alone {shuffle_ms:.0f} ms; a no-op Arrow pass without a shuffle "
+          f"{pass_ms:.0f} ms); pyarrow writing the new day ({new_day.num_rows:,} rows) alone: {write_ms:.0f} ms")
 
 
 def workload_options() -> dict[str, str]:

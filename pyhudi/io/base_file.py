@@ -191,13 +191,13 @@ def open_parquet_writer(sink: pa.NativeFile, schema: pa.Schema, settings: Parque
 
 def encoded_record_size(rows: pa.Table, settings: ParquetSettings) -> float:
     """Bytes a record of ``rows`` (base-file rows) takes in a base file written with ``settings``:
-    ``rows`` encoded and compressed in memory, the footer left out."""
+    ``rows`` written as a whole file in memory (its small footer included; the bloom filter a
+    base file also carries is not)."""
     sink = pa.BufferOutputStream()
     writer = open_parquet_writer(sink, rows.schema, settings, rows)
     writer.write_table(rows)
-    encoded = sink.tell()
     writer.close()
-    return encoded / max(1, rows.num_rows)
+    return sink.tell() / max(1, rows.num_rows)
 
 
 class BaseFileWriter:

@@ -141,8 +141,10 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
             sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
             known = [n for n in sizes if n is not None]
             # a base file's size and a row's position name the row, unless two base files share a size
-            base = _read_files(spark, table, logged_bases, schema, file_ids=True,
-                               names=len(set(known)) < len(known)) if logged_bases else None
+            # (or a listing did not tell a size)
+            names = len(set(known)) < len(known) or any(n <= 0 for n in known)
+            base = _read_files(spark, table, logged_bases, schema, file_ids=True, names=names) \
+                if logged_bases else None
             log_bytes = sum(lf.size for s in logged for lf in s.log_files)
             visibility = files.view.visibility()
             snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,

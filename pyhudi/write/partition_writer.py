@@ -238,8 +238,10 @@ def _routes_by_key_range(insert_keys: pa.Array, weights: list[tuple[float, int]]
     return out
 
 
-#: Inserts encoded to measure their record size (:func:`sampled_record_size`)
+#: Inserts encoded to measure their record size (:func:`sampled_record_size`), and the fewest
+#: inserts worth measuring (below it the estimate matters little and a sample says little)
 RECORD_SIZE_SAMPLE = 20_000
+RECORD_SIZE_MIN_SAMPLE = 1_000
 
 
 def sampled_record_size(inserts: pa.Table, ctx: WriteContext) -> int:
@@ -252,8 +254,9 @@ def sampled_record_size(inserts: pa.Table, ctx: WriteContext) -> int:
     telemetry rows (9 MB of gzip parquet) would be cut into three files. The sample's own bytes
     avoid that guess.
     """
-    step = max(1, inserts.num_rows // RECORD_SIZE_SAMPLE)
-    sample = inserts.take(pa.array(np.arange(0, inserts.num_rows, step)[:RECORD_SIZE_SAMPLE]))
+    n = inserts.num_rows
+    picked = np.unique(np.linspace(0, n - 1, min(n, RECORD_SIZE_SAMPLE)).astype(np.int64))
+    sample = inserts.take(pa.array(picked))
     sample = sample.take(pc.sort_indices(sample.column(RECORD_KEY)))
     rows = to_storage_rows(sample, storage_schema_of(ctx), ctx, "sample.parquet", TaskInfo(0, 0, 0), 0)
     return max(1, math.ceil(encoded_record_size(rows, ctx.settings)))
@@ -308,7 +311,7 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
     inserts = fids.null_count
     small = list(layout.small_files) if inserts else []  # as the distributed plan: only where inserts go
     avg = job.avg_record_size
-    if inserts and job.measure_record_size:
+    if inserts >= RECORD_SIZE_MIN_SAMPLE and job.measure_record_size:
         avg = sampled_record_size(rows.filter(fids.is_null()), job.ctx)
     plan = assign_buckets({p: PartitionProfile(inserts, updates)}, latest, {p: small},
                           avg_record_size=avg, max_file_size=job.ctx.max_file_size,
