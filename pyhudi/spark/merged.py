@@ -121,10 +121,8 @@ def with_file_id(df: DataFrame, *, names: bool = False) -> DataFrame:
     merged as long as no two of their base files have the same size; where two do, ``names`` adds
     the file name as well (a string per row, which costs about as much as reading a column).
     """
-    extra = [f"_metadata.file_size AS {BASE_SIZE}", f"_metadata.row_index AS {BASE_ROW}"]
-    if names:
-        extra.append(f"_metadata.file_name AS {FILE_ID}")
-    return select_exprs(df, ["*", *extra])
+    source = {BASE_SIZE: "file_size", BASE_ROW: "row_index", FILE_ID: "file_name"}
+    return select_exprs(df, ["*", *(f"_metadata.{source[c]} AS {c}" for c in base_columns(names=names))])
 
 
 def log_side_schema(target: pa.Schema, spec: MergeSpec) -> pa.Schema:

@@ -292,7 +292,7 @@ class Pipeline:
         started = self._phase("partitions", started)
         mode = self.cfg.get(C.BULKINSERT_SORT_MODE)
         parallelism = self.parallelism("bulk_insert") or self._spark_parallelism(data)
-        avg = self.average_record_size()
+        avg, _measured = self.record_size()
         plan = plan_bulk_insert(counts, avg_record_size=avg, parallelism=parallelism)
         if mode == "GLOBAL_SORT" and plan.multi_slot:
             plan = plan_bulk_insert(counts, avg_record_size=avg, parallelism=parallelism,
@@ -465,14 +465,14 @@ class Pipeline:
                                           files_in_partitions=files)
         key_schema = key_read_schema(self.table, self.merge_spec()) \
             if index in (SIMPLE, BLOOM) and self.is_mor else None
+        avg, measured = self.record_size() if index != BUCKET_INDEX else (1, True)
         return PartitionWriteJob(
             ctx=ctx, operation=operation, index=index, combine=self.combines(operation),
             drop_existing=operation == "insert" and bool(cfg.get(C.INSERT_DROP_DUPLICATES)),
             merge_on_read=self.is_mor,
-            avg_record_size=self.average_record_size() if index != BUCKET_INDEX else 1,
+            avg_record_size=avg,
             # no commit tells the record size and the user named none: the tasks measure their inserts
-            measure_record_size=index != BUCKET_INDEX and self.measured_record_size() is None
-            and not cfg.is_set(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
+            measure_record_size=not measured and not cfg.is_set(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE),
             auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE), layouts=layouts,
             bucket=bucket_spec(cfg, self.spec) if index == BUCKET_INDEX else None, merge_spec=self.merge_spec(),
             visibility=view.visibility() if key_schema is not None else None,
@@ -535,15 +535,9 @@ class Pipeline:
             small = {p: sorted(files, key=lambda f: f.size)[:cap] for p, files in small.items()}
         return small
 
-    def average_record_size(self) -> int:
-        """Hudi's estimate from the newest commit that wrote enough bytes (else the configured one)."""
-        measured = self.measured_record_size()
-        avg = measured if measured is not None else self.cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
-        self.phases["avg_record_size"] = avg
-        return avg
-
-    def measured_record_size(self) -> int | None:
-        """Bytes per record of the newest commit that wrote enough bytes to tell; None if none did."""
+    def record_size(self) -> tuple[int, bool]:
+        """Hudi's record-size estimate, and whether a commit measured it: bytes per record of the
+        newest commit that wrote enough bytes to tell, else ``hoodie.copyonwrite.record.size.estimate``."""
         cfg = self.cfg
         threshold = cfg.get(C.RECORD_SIZE_ESTIMATION_THRESHOLD) * cfg.get(C.PARQUET_SMALL_FILE_LIMIT)
         commits = []
@@ -554,7 +548,10 @@ class Pipeline:
             commits.append((sum(st.totalWriteBytes for st in stats), sum(st.numWrites for st in stats)))
             if commits[-1][0] > threshold:
                 break
-        return average_record_size(commits, default=None, threshold_bytes=threshold)
+        measured = average_record_size(commits, threshold_bytes=threshold)
+        avg = measured if measured is not None else cfg.get(C.COPY_ON_WRITE_RECORD_SIZE_ESTIMATE)
+        self.phases["avg_record_size"] = avg
+        return avg, measured is not None
 
     def plan(self, profile: dict[str, PartitionProfile]) -> Any:
         cfg = self.cfg
@@ -563,7 +560,7 @@ class Pipeline:
         latest = {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}
         pending = pending_file_groups(self.table.timeline) if self.is_mor else {}
         small = self.small_files(view, [p for p, prof in profile.items() if prof.inserts > 0], pending)
-        plan = assign_buckets(profile, latest, small, avg_record_size=self.average_record_size(),
+        plan = assign_buckets(profile, latest, small, avg_record_size=self.record_size()[0],
                               max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE),
                               auto_split=cfg.get(C.INSERT_AUTO_SPLIT), split_size=cfg.get(C.INSERT_SPLIT_SIZE))
         if not self.is_mor:

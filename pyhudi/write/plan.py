@@ -198,17 +198,16 @@ def plan_bucket_index(
     return plan, profile, route
 
 
-def average_record_size(commits: list[tuple[int, int]], *, default: int | None,
-                        threshold_bytes: float) -> int | None:
-    """Hudi's ``averageBytesPerRecord``: from the newest commit that wrote enough bytes, else
-    ``default``.
+def average_record_size(commits: list[tuple[int, int]], *, threshold_bytes: float) -> int | None:
+    """Hudi's ``averageBytesPerRecord``: from the newest commit that wrote enough bytes; None when
+    none did (Hudi then falls back to ``hoodie.copyonwrite.record.size.estimate``).
 
     ``commits`` is (total bytes written, records written) per completed commit, newest first.
     """
     for total_bytes, records in commits:
         if total_bytes > threshold_bytes and records > 0:
             return int(math.ceil(total_bytes / records))
-    return default
+    return None
 
 
 def to_append_buckets(plan: BucketPlan, targets: dict[tuple[str, str], LogTarget],
