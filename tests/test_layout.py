@@ -68,7 +68,8 @@ def test_large_partition_is_cut_into_equal_files_under_the_max_size(spark, tmp_p
     assert sizes[-1] <= 1.25 * limit and sizes[-1] / sizes[0] < 1.5, sizes
     ranges = key_ranges(path, "2024-01-01")
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))  # GLOBAL_SORT: disjoint key ranges
-    assert len(pyhudi_rows(spark, path)) == 144000
+    mine = sorted(r["_hoodie_record_key"] for r in pyhudi_rows(spark, path))
+    assert len(mine) == 144000 and mine == sorted(r["_hoodie_record_key"] for r in hudi_rs_rows(path))
 
 
 def test_huge_and_skewed_partitions_are_spread_over_tasks(spark, tmp_path, monkeypatch):
@@ -106,7 +107,7 @@ def test_empty_and_single_row_inputs(spark, tmp_path, operation):
     pyhudi.write(one, path, opts)
     assert len(base_files(path)) == 1 and len(hudi_rs_rows(path)) == 1
     pyhudi.write(one.where(F.lit(False)), path, opts)  # an empty write to a table with data
-    assert len(pyhudi_rows(spark, path)) == 1
+    assert len(pyhudi_rows(spark, path)) == 1 and len(hudi_rs_rows(path)) == 1
 
 
 def test_new_files_are_sized_from_the_inserts_until_a_commit_tells_the_record_size(spark, tmp_path):

@@ -42,6 +42,7 @@ def test_point_lookup_reads_one_file_of_a_many_file_partition(spark, many_files)
     df = pyhudi.read(spark, many_files, filters=F.col("key") == key)
     assert len(df.inputFiles()) == 1
     assert [r["key"] for r in df.collect()] == [key]
+    assert [r["key"] for r in hudi_rs_rows(many_files) if r["key"] == key] == [key]
     assert pyhudi.read(spark, many_files, filters="key = 'nope'").inputFiles() == []
 
 
@@ -99,6 +100,7 @@ def test_pruning_never_changes_results(spark, tmp_path):
         pyhudi.write(spark.createDataFrame(rows, schema), path, opts)
     assert len(pyhudi.HudiTable(path).file_system_view().latest_base_files()) == 3
     whole = pyhudi.read(spark, path)
+    assert sorted(r["key"] for r in whole.collect()) == sorted(r["key"] for r in hudi_rs_rows(path))
     for f in FILTERS:
         assert rows_of(pyhudi.read(spark, path, filters=f)) == rows_of(whole.where(f)), f
 
