@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pyhudi.errors import HudiError
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import SAVEPOINT
+from pyhudi.timeline.instant import SAVEPOINT, WRITE_ACTIONS
+from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY
 
 
 def human(n: float) -> str:
@@ -86,10 +87,23 @@ def show_commit(table: HudiTable, instant: str) -> str:
     index = meta.extra_metadata.get(INDEX_STATS_KEY)
     if index:
         body += "\n" + index_text(json.loads(index))
+    if inst.action in WRITE_ACTIONS and meta.operation_type != "COMPACT":
+        body += "\n" + conflict_text(meta.extra_metadata.get(CONFLICT_CHECK_KEY))
     saved = [sp for sp in table.timeline.completed([SAVEPOINT]) if sp.timestamp == inst.timestamp]
     if saved:  # a savepoint shares its commit's time
         body += "\n" + (show_service_instant(table, saved[0]) or "")
     return head + body
+
+
+def conflict_text(recorded: str | None) -> str:
+    """The conflict check a commit passed (optimistic concurrency control), or that it had none."""
+    if not recorded:
+        return "conflict check: none (written in single-writer mode)"
+    check = json.loads(recorded)
+    candidates = check.get("candidates") or []
+    seen = ", ".join(candidates) if candidates else "none completed or planned meanwhile"
+    return (f"conflict check ({check.get('mode')}): against {len(candidates)} instant(s) completed or planned "
+            f"while it ran: {seen}; no overlapping file group")
 
 
 def index_text(stats: dict) -> str:

@@ -11,6 +11,7 @@ import datetime as dt
 import posixpath
 from collections.abc import Sequence
 
+from pyhudi.config import HudiConfig
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import (
@@ -24,6 +25,7 @@ from pyhudi.timeline.instant import (
     State,
 )
 from pyhudi.timeline.timeline import family
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_age
 
 
 def _fmt_time(mtime_ns: int | None) -> str:
@@ -83,9 +85,22 @@ def describe(table: HudiTable, inst: Instant) -> str:
         if inst.action == COMPACTION:
             plan = _record(table, inst.with_state(State.REQUESTED))
             return f"compaction plan of {len(plan.get('operations') or [])} file slices"
+        if inst.action in WRITE_ACTIONS:
+            return _heartbeat_text(table, inst)
     except Exception as exc:  # a damaged instant file must not hide the rest of the timeline
         return f"unreadable: {exc}"
     return "pending" if not inst.is_completed else ""
+
+
+def _heartbeat_text(table: HudiTable, inst: Instant) -> str:
+    """A pending write: running (heartbeat fresh) or failed (expired, rolled back by the next writer)."""
+    policy = HeartbeatPolicy.of(HudiConfig())
+    age = heartbeat_age(table.storage, inst.timestamp)
+    if age is None:
+        return "pending, no heartbeat: a failed write (the next writer or cleaner rolls it back)"
+    if age <= policy.max_age_s:
+        return f"in progress: heartbeat {age:.0f} s ago"
+    return f"failed: heartbeat {age:.0f} s ago, expired (the next writer or cleaner rolls it back)"
 
 
 def show_timeline(table: HudiTable) -> str:

@@ -392,7 +392,7 @@ COMPACTION_STRATEGY = option(
     "hoodie.compaction.strategy", "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
     "Which file slices a compaction plan takes: LogFileSizeBasedCompactionStrategy (largest logs first, up to "
     "hoodie.compaction.target.io) or UnBoundedCompactionStrategy (all).",
-    lambda v: _parse_compaction_strategy(v))
+    lambda v: class_choice("compaction strategy", COMPACTION_STRATEGIES)(v))
 COMPACTION_TARGET_IO = option(
     "hoodie.compaction.target.io", 500 * 1024,
     "MB of reads and writes one compaction plan may take (log-size based strategy).", parse_positive_int)
@@ -453,6 +453,71 @@ KEEP_MAX_COMMITS = option(
 ARCHIVE_BEYOND_SAVEPOINT = option(
     "hoodie.archive.beyond.savepoint", False,
     "Archive instants newer than the oldest savepoint (savepointed commits themselves stay).", parse_bool)
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency: heartbeats, failed writes, locks, conflict resolution
+# ---------------------------------------------------------------------------------------------
+WRITE_CONCURRENCY_MODE = option(
+    "hoodie.write.concurrency.mode", "SINGLE_WRITER",
+    "SINGLE_WRITER: one writer at a time (a writer that finds another write in progress, its "
+    "heartbeat alive, fails); OPTIMISTIC_CONCURRENCY_CONTROL: writers run side by side and one whose "
+    "file groups another writer changed meanwhile fails at commit (HudiWriteConflictError).",
+    choice("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"))
+FAILED_WRITES_POLICY = option(
+    "hoodie.cleaner.policy.failed.writes", "EAGER",
+    "When failed writes are rolled back: EAGER by every writer before it starts, LAZY by the cleaner. "
+    "Either way only writes whose heartbeat expired. Unset, it is LAZY under optimistic concurrency "
+    "control, as in Hudi.",
+    choice("EAGER", "LAZY", "NEVER"))
+HEARTBEAT_INTERVAL_MS = option(
+    "hoodie.client.heartbeat.interval_in_ms", 60 * 1000,
+    "How often a writer touches .hoodie/.heartbeat/<instant> while its write is in progress.",
+    parse_positive_int)
+HEARTBEAT_TOLERABLE_MISSES = option(
+    "hoodie.client.heartbeat.tolerable.misses", 2,
+    "Heartbeats a writer may miss before its write counts as failed (expired after interval x misses).",
+    parse_positive_int)
+LOCK_PROVIDER = option(
+    "hoodie.write.lock.provider", None,
+    "Lock that serializes timeline changes (the start and the commit of a write, table services). "
+    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (a lock file; local and HDFS "
+    "paths), org.apache.hudi.client.transaction.lock.InProcessLockProvider (writers in one process), or "
+    "the dotted name of a Python class implementing pyhudi.transaction.lock.LockProvider. Unset, pyhudi "
+    "uses the file-system lock where storage creates files atomically (local paths) and the in-process "
+    "lock elsewhere; Hudi's ZooKeeper, DynamoDB and Hive metastore locks need a JVM.")
+LOCK_WAIT_MS = option(
+    "hoodie.write.lock.wait_time_ms", 60 * 1000,
+    "How long one attempt to take the lock waits at the lock provider.", parse_non_negative_int)
+LOCK_RETRY_WAIT_MS = option(
+    "hoodie.write.lock.wait_time_ms_between_retry", 1000,
+    "Longest pause between two polls of the lock provider within one attempt (polls start at 10 ms "
+    "and back off exponentially up to this).", parse_positive_int)
+LOCK_MAX_RETRY_WAIT_MS = option(
+    "hoodie.write.lock.max_wait_time_ms_between_retry", 16000,
+    "Hudi's cap on the provider's backoff (ZooKeeper); accepted for compatibility.", parse_positive_int)
+LOCK_NUM_RETRIES = option(
+    "hoodie.write.lock.num_retries", 15,
+    "Hudi's retries inside a provider (ZooKeeper, Hive); accepted for compatibility.", parse_non_negative_int)
+LOCK_CLIENT_NUM_RETRIES = option(
+    "hoodie.write.lock.client.num_retries", 50,
+    "Further attempts to take the lock after the first one fails, before the write gives up with HudiLockError.",
+    parse_non_negative_int)
+LOCK_CLIENT_RETRY_WAIT_MS = option(
+    "hoodie.write.lock.client.wait_time_ms_between_retry", 5000,
+    "Pause between two attempts to take the lock.", parse_non_negative_int)
+LOCK_FILESYSTEM_PATH = option(
+    "hoodie.write.lock.filesystem.path", None,
+    "Folder of the file-system lock's file (named lock); default the table's .hoodie folder.")
+LOCK_FILESYSTEM_EXPIRE = option(
+    "hoodie.write.lock.filesystem.expire", 0,
+    "Minutes after which a file-system lock counts as abandoned and is broken; 0 never expires it by "
+    "age (a lock whose holder is a dead process on this host is broken at once).", parse_non_negative_int)
+CONFLICT_RESOLUTION_STRATEGY = option(
+    "hoodie.write.lock.conflict.resolution.strategy",
+    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
+    "How a commit decides it conflicts: Simple... (file groups both wrote) or BucketIndex... (the same "
+    "bucket of a partition, the default with hoodie.index.type=BUCKET).",
+    lambda v: class_choice("conflict resolution strategy", CONFLICT_STRATEGIES)(v))
 
 # ---------------------------------------------------------------------------------------------
 # Bloom filter written into every base file footer
@@ -535,13 +600,23 @@ COMPACTION_STRATEGIES = (
 )
 
 
-def _parse_compaction_strategy(value: Any) -> str:
-    text = str(value).strip()
-    for known in COMPACTION_STRATEGIES:
-        if text in (known, known.rsplit(".", 1)[1]):
-            return known
-    raise ValueError(f"compaction strategy {text!r} is not supported; use one of "
-                     + ", ".join(k.rsplit(".", 1)[1] for k in COMPACTION_STRATEGIES))
+CONFLICT_STRATEGIES = (
+    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
+    "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
+)
+
+
+def class_choice(what: str, known: tuple[str, ...]) -> Callable[[Any], str]:
+    """A parser for a Java class option: the full or the simple class name of one of ``known``."""
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        for name in known:
+            if text in (name, name.rsplit(".", 1)[1]):
+                return name
+        raise ValueError(f"{what} {text!r} is not supported; use one of "
+                         + ", ".join(k.rsplit(".", 1)[1] for k in known))
+
+    return parse
 
 
 def canonical_key(key: str) -> str:

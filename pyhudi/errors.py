@@ -58,3 +58,20 @@ class HudiRetentionError(HudiError):
 
 class HudiRestoreError(HudiError):
     """A rollback or restore was refused (not the latest commit, savepointed, compaction planned on top)."""
+
+
+class HudiWriteConflictError(HudiCommitError):
+    """Optimistic concurrency control: another writer changed a file group this write changed too,
+    after this write started; this write was rolled back and the other's stands."""
+
+
+class HudiConcurrentWriteError(HudiError):
+    """A write was refused because another write is in progress and the table is in single-writer mode."""
+
+
+class HudiLockError(HudiError):
+    """The table's lock could not be taken within the configured waits and retries."""
+
+
+class HudiFileExistsError(HudiError, FileExistsError):
+    """A file that must be new (a timeline instant, a new log file) exists already."""

@@ -63,3 +63,15 @@ def pyhudi_rows(spark, path: str | Path, **kw) -> list[dict]:
     import pyhudi
 
     return [r.asDict(recursive=True) for r in pyhudi.read(spark, str(path), **kw).collect()]
+
+
+def kill_writer_on_failure(monkeypatch) -> None:
+    """Make a failing write behave as a killed process: no rollback, its heartbeat stopped and expired."""
+    from pyhudi.transaction.heartbeat import heartbeat_path
+
+    def died(txn):
+        if txn.heartbeat is not None:
+            txn.heartbeat.stop(delete=False)
+            os.utime(txn.table.storage.full(heartbeat_path(txn.instant)), (0, 0))
+
+    monkeypatch.setattr("pyhudi.spark.writer._abort_quietly", died)

@@ -7,7 +7,7 @@ import json
 from decimal import Decimal
 
 import pytest
-from conftest import hudi_rs_rows, pyhudi_rows, unzip_table
+from conftest import hudi_rs_rows, kill_writer_on_failure, pyhudi_rows, unzip_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_model import INDEXES, SCHEMA, SIZING, apply, check, index_options, op_st
@@ -209,7 +209,7 @@ def test_failed_delta_commit_is_rolled_back_with_a_command_block(spark, tmp_path
         return original(self, timestamp, action, content)
 
     monkeypatch.setattr(Timeline, "complete", die)
-    monkeypatch.setattr("pyhudi.spark.writer._roll_back_quietly", lambda *a, **k: None)  # the process died
+    kill_writer_on_failure(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         pyhudi.write(_df(spark, [("a", "p", 3, 3.0, False), ("b", "p", 3, 3.0, True)]), path, BASE)
     monkeypatch.undo()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from conftest import hudi_rs_rows, pyhudi_rows
+from conftest import hudi_rs_rows, kill_writer_on_failure, pyhudi_rows
 from pyspark.sql import types as T
 
 import pyhudi
@@ -29,7 +29,7 @@ def test_killed_write_is_invisible_then_rolled_back(spark, tmp_path, monkeypatch
         raise KeyboardInterrupt("killed")
 
     monkeypatch.setattr(Timeline, "complete", die)
-    monkeypatch.setattr("pyhudi.spark.writer._roll_back_quietly", lambda *a, **k: None)  # the process died
+    kill_writer_on_failure(monkeypatch)
     try:
         pyhudi.write(spark.createDataFrame([("a", "x", 2), ("c", "z", 2)], SCHEMA), path, OPTS)
     except KeyboardInterrupt:

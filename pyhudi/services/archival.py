@@ -38,8 +38,9 @@ from pyhudi.services.clean import last_clean_ectr
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import archive_folder, archive_instants
-from pyhudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT
+from pyhudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, State
 from pyhudi.timeline.timeline import DATA_ACTIONS
+from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
 
@@ -82,6 +83,9 @@ def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     if pending:  # keep the pending instant and the last commit before it
         before = [c.timestamp for c in commits if c.timestamp < pending[0].timestamp]
         limits.append(before[-1] if before else pending[0].timestamp)
+        since = _completed_since_oldest_pending_write(table, commits)
+        if since is not None:  # a running write checks its conflicts against these
+            limits.append(since)
     savepoints = sorted({s.timestamp for s in timeline.instants() if s.action == SAVEPOINT})  # pending ones too
     if savepoints and not cfg.get(C.ARCHIVE_BEYOND_SAVEPOINT):
         limits.append(savepoints[0])
@@ -99,6 +103,24 @@ def instants_to_archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
                   if (limit is None or c.timestamp < limit) and c.timestamp not in savepoints]
     out.extend(candidates[:len(commits) - keep_min])
     return sorted(set(out))
+
+
+def _completed_since_oldest_pending_write(table: HudiTable, commits: list) -> str | None:
+    """The oldest commit that completed after the oldest pending write requested its instant.
+
+    Optimistic concurrency control checks a write against every commit completed since it
+    started, whatever their instant times; those must stay on the active timeline until it ends.
+    """
+    timeline = table.timeline
+    mtimes = {info.name: info.mtime_ns for info in table.storage.list_files(timeline.folder)}
+    starts = [mtimes.get(i.with_state(State.REQUESTED).file_name(timeline.layout_version))
+              for i in timeline.pending(WRITE_ACTIONS)]
+    known = [t for t in starts if t is not None]
+    if not known:
+        return None
+    oldest = min(known)
+    later = [c.timestamp for c in commits if mtimes.get(c.file_name(timeline.layout_version), 0) >= oldest]
+    return min(later) if later else None
 
 
 def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None:
@@ -119,6 +141,7 @@ def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None
     return None
 
 
+@under_table_lock
 def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     """Archive what the rules allow; returns the archived instant times."""
     validate(cfg)

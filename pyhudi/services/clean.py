@@ -35,12 +35,14 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.io.file_names import relative_path
 from pyhudi.services.compaction import pending_compactions, read_plan
+from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.services.savepoint import savepointed_files
 from pyhudi.table.fs_view import FileGroup, FileSlice
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import CLEAN_METADATA, CLEANER_PLAN, read_record, write_record
 from pyhudi.timeline.instant import CLEAN, Instant, State, new_instant_time, parse_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
+from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
 
@@ -300,9 +302,19 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
                        plan.earliest_to_retain[0] if plan.earliest_to_retain else None, seconds)
 
 
+@under_table_lock
 def clean(table: HudiTable, cfg: HudiConfig, *, force: bool = False) -> list[CleanResult]:
-    """Finish cleans left pending, then schedule and run a new one if it is due (or ``force``)."""
+    """Finish cleans left pending, then schedule and run a new one if it is due (or ``force``).
+
+    Under the LAZY failed-writes policy the cleaner first rolls back writes whose heartbeat expired.
+    """
     table.timeline.reload()
+    from pyhudi.transaction.manager import Concurrency
+
+    concurrency = Concurrency.of(cfg)
+    if concurrency.failed_writes == "LAZY":
+        rollback_failed_writes(table.storage, table.timeline, utc=table.config.utc_timeline,
+                               heartbeat=concurrency.heartbeat)
     results = [run_clean(table, inst.timestamp) for inst in table.timeline.pending([CLEAN])]
     if force or clean_due(table, cfg):
         instant = schedule_clean(table, cfg)

@@ -13,6 +13,7 @@ distributed by :mod:`pyhudi.spark.compaction`.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from dataclasses import dataclass
@@ -41,8 +42,9 @@ from pyhudi.timeline.instant import (
     new_instant_time,
 )
 from pyhudi.timeline.timeline import Timeline, read_avro_record
+from pyhudi.transaction.lock import under_table_lock
 from pyhudi.write.handles import stats_row
-from pyhudi.write.markers import MERGE, create_marker
+from pyhudi.write.markers import MERGE, create_marker, list_markers
 
 MB = 1024 * 1024
 PLAN_VERSION = 2
@@ -131,11 +133,14 @@ def _operation(piece: FileSlice) -> CompactionOperation:
                                tuple(lf.name for lf in piece.log_files), tuple(sorted(metrics.items())))
 
 
-def plan_compaction(view: FileSystemView, excluded: set[tuple[str, str]], cfg: HudiConfig) -> CompactionPlan:
+def plan_compaction(view: FileSystemView, excluded: set[tuple[str, str]], cfg: HudiConfig, *,
+                    uncommitted: frozenset[str] = frozenset()) -> CompactionPlan:
     """Hudi's compaction planning: latest slices with log files, not already being compacted,
-    chosen by the configured strategy."""
-    ops = [_operation(s) for s in view.latest_slices()
-           if s.log_files and (s.partition_path, s.file_id) not in excluded]
+    chosen by the configured strategy. Log files in ``uncommitted`` (created by writes still
+    pending) stay out of the plan: a rollback of their write deletes them."""
+    slices = [dataclasses.replace(s, log_files=tuple(lf for lf in s.log_files if lf.path not in uncommitted))
+              for s in view.latest_slices() if (s.partition_path, s.file_id) not in excluded]
+    ops = [_operation(s) for s in slices if s.log_files]
     if cfg.get(C.COMPACTION_STRATEGY).endswith("LogFileSizeBasedCompactionStrategy"):
         ops.sort(key=lambda op: -op.metric("TOTAL_LOG_FILES_SIZE"))
         budget = float(cfg.get(C.COMPACTION_TARGET_IO))
@@ -152,15 +157,18 @@ def plan_compaction(view: FileSystemView, excluded: set[tuple[str, str]], cfg: H
 def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_time: str) -> CompactionPlan | None:
     """Write the plan of compaction ``instant_time``; None (nothing written) when no slice has logs.
 
-    Pending writes must be rolled back first: their log blocks would otherwise sit in the planned
-    files undecided.
+    In single-writer mode pending writes must be rolled back first: their log blocks would
+    otherwise sit in the planned files undecided. Under optimistic concurrency control a write
+    pending now fails at its commit if the plan takes one of its file groups
+    (:mod:`pyhudi.transaction.conflict`).
     """
     pending = timeline.pending(WRITE_ACTIONS)
-    if pending:
+    if pending and cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL":
         raise HudiCompactionError(
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
             "let them finish, or run a write (which rolls failed ones back) first")
-    plan = plan_compaction(view, set(pending_file_groups(timeline)), cfg)
+    uncommitted = frozenset(rel for inst in pending for rel, _io in list_markers(timeline.storage, inst.timestamp))
+    plan = plan_compaction(view, set(pending_file_groups(timeline)), cfg, uncommitted=uncommitted)
     if not plan.operations:
         return None
     timeline.create_requested(instant_time, COMPACTION, plan.to_bytes())
@@ -189,6 +197,7 @@ def compaction_due(timeline: Timeline, cfg: HudiConfig) -> bool:
     return count >= cfg.get(C.COMPACT_INLINE_MAX_DELTA_COMMITS)
 
 
+@under_table_lock
 def schedule_compaction(table: HudiTable, cfg: HudiConfig, *, instant_time: str | None = None) -> str | None:
     """Schedule a compaction of ``table`` now; its instant, or None when no file slice has logs."""
     if table.table_type != MERGE_ON_READ:

@@ -17,7 +17,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from pyhudi.errors import HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConcurrentWriteError, HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
 from pyhudi.io.file_names import slice_key
 from pyhudi.services.compaction import pending_compactions
 from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
@@ -25,8 +26,19 @@ from pyhudi.services.savepoint import list_savepoints
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
 from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record
-from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, SAVEPOINT, Instant, State, new_instant_time
+from pyhudi.timeline.instant import (
+    CLEAN,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    State,
+    new_instant_time,
+)
 from pyhudi.timeline.timeline import DATA_ACTIONS
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
+from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
 
@@ -73,9 +85,20 @@ def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
                     "instead")
 
 
+def _refuse_beside_live_writes(table: HudiTable, what: str) -> None:
+    """Undoing commits under a running write would pull the ground from under it."""
+    policy = HeartbeatPolicy.of(HudiConfig())
+    live = [i.timestamp for i in table.timeline.pending(WRITE_ACTIONS) if is_alive(table.storage, i.timestamp, policy)]
+    if live:
+        raise HudiConcurrentWriteError(f"cannot {what} while writes {', '.join(live)} are in progress on "
+                                       f"{table.path}; wait for them to finish")
+
+
+@under_table_lock
 def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
     """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
     timeline = table.timeline.reload()
+    _refuse_beside_live_writes(table, "roll back a commit")
     rollback_failed_writes(table.storage, timeline, utc=table.config.utc_timeline)
     writes = timeline.completed_writes()
     if not writes:
@@ -129,6 +152,7 @@ def pending_restore(table: HudiTable) -> tuple[str, str] | None:
     return None
 
 
+@under_table_lock
 def restore(table: HudiTable, savepoint: str) -> RestoreResult:
     """Return the table to savepoint ``savepoint``: every data instant after it is rolled back.
 
@@ -137,6 +161,7 @@ def restore(table: HudiTable, savepoint: str) -> RestoreResult:
     """
     started = time.monotonic()
     timeline = table.timeline.reload()
+    _refuse_beside_live_writes(table, "restore")
     unfinished = pending_restore(table)
     if unfinished is not None and unfinished[1] != savepoint:
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it first "

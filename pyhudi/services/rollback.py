@@ -1,9 +1,10 @@
 """Rollback of failed writes, recorded on the timeline as Hudi records it.
 
-A write that dies leaves its requested/inflight instant and some data files. Before the next write
-starts, every pending write instant is rolled back (Hudi's EAGER failed-writes policy): the files
-its markers name are deleted, then its instant files, and a ``rollback`` instant (Avro plan and
-metadata) records what happened, so Hudi tools see the same history a Java writer would leave.
+A write that dies leaves its requested/inflight instant and some data files. Once its heartbeat
+has expired, the next writer (EAGER failed-writes policy) or the cleaner (LAZY) rolls it back
+(:mod:`pyhudi.transaction.manager`): the files its markers name are deleted, then its instant
+files, and a ``rollback`` instant (Avro plan and metadata) records what happened, so Hudi tools
+see the same history a Java writer would leave.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
 from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, is_alive
 from pyhudi.write.markers import delete_markers, list_markers
 
 
@@ -155,6 +157,7 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
         rollback_logs.setdefault(p, {})[path] = size
     timeline.delete_instant(instant.timestamp, instant.action)
     delete_markers(storage, instant.timestamp)
+    storage.delete(heartbeat_path(instant.timestamp))
     return rollback_metadata(rb_time, instant.timestamp, instant.action, seconds=time.monotonic() - started,
                              deleted=deleted, failed=failed, rollback_logs=rollback_logs, failed_logs=failed_logs)
 
@@ -210,10 +213,29 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
     return done
 
 
-def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = False) -> list[str]:
-    """Finish interrupted rollbacks, then roll back every pending commit/deltacommit/replacecommit
-    (not table services)."""
+def pending_rollback_targets(timeline: Timeline) -> set[str]:
+    """Instant times that pending rollbacks (interrupted, or running now) undo."""
+    out = set()
+    for rb in timeline.pending([ROLLBACK]):
+        requested = Instant(rb.timestamp, State.REQUESTED, ROLLBACK)
+        if requested in timeline.instant_files:
+            try:
+                plan = read_record(timeline.read_bytes(requested))
+            except (HudiError, FileNotFoundError):
+                continue
+            target = (plan.get("instantToRollback") or {}).get("commitTime")
+            if target:
+                out.add(target)
+    return out
+
+
+def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = False,
+                           heartbeat: HeartbeatPolicy | None = None) -> list[str]:
+    """Finish interrupted rollbacks, then roll back pending commits, delta commits and replace
+    commits (not table services); with ``heartbeat``, only those whose heartbeat expired."""
     done = finish_pending_rollbacks(storage, timeline)
     for inst in timeline.pending(WRITE_ACTIONS):
+        if heartbeat is not None and is_alive(storage, inst.timestamp, heartbeat):
+            continue
         done.append(rollback_instant(storage, timeline, inst, utc=utc))
     return done

@@ -19,6 +19,7 @@ from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, read_record, write_record
 from pyhudi.timeline.instant import SAVEPOINT, Instant, State
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.transaction.lock import under_table_lock
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def oldest_savepoint(timeline: Timeline) -> str | None:
     return saved[0].timestamp if saved else None
 
 
+@under_table_lock
 def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str | None = None,
                      comments: str = "") -> Savepoint:
     """Savepoint completed commit ``instant`` (default: the latest)."""
@@ -87,6 +89,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
     return _metadata(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
 
 
+@under_table_lock
 def delete_savepoint(table: HudiTable, instant: str) -> None:
     """Remove a savepoint (or what a creation that died left of one); no data file is touched."""
     timeline = table.timeline.reload()

@@ -34,6 +34,7 @@ from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
 from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task, stats_batch
@@ -50,19 +51,21 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                    options: Mapping[str, Any] | None = None) -> CommitMetadata:
     """Execute the pending compaction plan ``instant_time`` and complete it as a commit."""
     cfg = HudiConfig.of(options)
-    timeline = table.timeline.reload()
-    if timeline.is_completed(instant_time):
-        raise HudiCompactionError(f"compaction {instant_time} has already completed")
-    plan = read_plan(timeline, instant_time)
-    started = time.monotonic()
-    inflight = Instant(instant_time, State.INFLIGHT, COMPACTION)
-    if inflight in timeline.instant_files:  # an earlier attempt failed: remove what it wrote
-        for path, _io in list_markers(table.storage, instant_time):
-            table.storage.delete(path)
-        delete_markers(table.storage, instant_time)
-        log.warning("re-attempting compaction %s", instant_time)
-    else:
-        timeline.transition_inflight(instant_time, COMPACTION)
+    lock = TableLock(table.path, cfg)
+    with lock.held():
+        timeline = table.timeline.reload()
+        if timeline.is_completed(instant_time):
+            raise HudiCompactionError(f"compaction {instant_time} has already completed")
+        plan = read_plan(timeline, instant_time)
+        started = time.monotonic()
+        inflight = Instant(instant_time, State.INFLIGHT, COMPACTION)
+        if inflight in timeline.instant_files:  # an earlier attempt failed: remove what it wrote
+            for path, _io in list_markers(table.storage, instant_time):
+                table.storage.delete(path)
+            delete_markers(table.storage, instant_time)
+            log.warning("re-attempting compaction %s", instant_time)
+        else:
+            timeline.transition_inflight(instant_time, COMPACTION)
     file_schema = table.arrow_schema()
     if file_schema is None:
         raise HudiCompactionError(f"{table.path} has no base file to take the schema from")
@@ -86,7 +89,10 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
     rows = [r.asDict() for r in map_in_arrow(spread(spark, len(ops)), body, STATS_DDL).collect()] if ops else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
-    timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))
+    with lock.held():
+        if timeline.reload().is_completed(instant_time):
+            raise HudiCompactionError(f"compaction {instant_time} was completed by another run meanwhile")
+        timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))
     delete_markers(table.storage, instant_time)
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
     return meta

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,7 +182,8 @@ class Pipeline:
             precombine_field=self.ordering_field,
             keep_larger_ordering=self.merge_spec().keep_larger_ordering,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
-            log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE))
+            log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
+            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL")
 
     def combines(self, operation: str) -> bool:
         """Whether incoming duplicates are combined (``hoodie.combine.before.*``)."""
@@ -228,20 +229,10 @@ class Pipeline:
         return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
 
     # -- running -------------------------------------------------------------------------------
-    def run(self, data: DataFrame, *, operation: str, overwrite: bool,
-            schema_json: str) -> tuple[CommitMetadata, dict[str, Any]]:
+    def run(self, data: DataFrame, *, operation: str, overwrite: bool, schema_json: str,
+            commit: Callable[[CommitMetadata], None]) -> tuple[CommitMetadata, dict[str, Any]]:
+        """Write the files of the requested instant, then hand its metadata to ``commit``."""
         table = self.table
-        action = REPLACE_COMMIT if overwrite else self.write_action
-        timeline = table.timeline
-        if overwrite:
-            from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA, write_record
-
-            requested = write_record(REQUESTED_REPLACE_METADATA, {
-                "operationType": "INSERT_OVERWRITE_TABLE", "clusteringPlan": None,
-                "extraMetadata": {}, "version": 1})
-            timeline.create_requested(self.instant, action, requested)
-        else:
-            timeline.create_requested(self.instant, action)
         try:
             ctx = self.context()
             local = self.local_index(operation)
@@ -259,7 +250,7 @@ class Pipeline:
             if self.index_stats is not None:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()
-            timeline.complete(self.instant, action, meta.to_json().encode("utf-8"))
+            commit(meta)
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)
             self._phase("commit", started)

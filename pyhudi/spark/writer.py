@@ -4,9 +4,12 @@ The driver plans and commits; rows never come back to it. A write:
 
 1. resolves options against the table's own configuration (a conflict is an error);
 2. validates the input (key fields, ordering field, schema evolution) before anything is written;
-3. rolls back writes that failed earlier, then requests a new instant;
+3. under the table lock, rolls back writes that failed earlier and requests a new instant
+   (:class:`pyhudi.transaction.manager.WriteTransaction`, which also keeps its heartbeat);
 4. runs the operation's Spark pipeline (:mod:`pyhudi.spark.pipeline`), executors writing files;
-5. completes the instant with the commit metadata, the single step that makes data visible.
+5. under the lock, checks the instant is still its own and (optimistic concurrency control) that
+   no other writer changed its file groups meanwhile, then completes it: the single step that
+   makes data visible.
 
 Any failure in 4-5 rolls the instant back before the error reaches the caller.
 """
@@ -39,8 +42,9 @@ from pyhudi.spark.keygen import field_type
 from pyhudi.spark.pipeline import Pipeline
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
+from pyhudi.transaction.manager import WriteTransaction
 from pyhudi.write import schema as schema_evolution
 from pyhudi.write.commit import WriteResult, summarize
 
@@ -216,26 +220,26 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if table is None:
         table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
         log.info("created table %s at %s", table_name, path)
-    utc = table.config.utc_timeline
     from pyhudi.services.restore import pending_restore
-    from pyhudi.services.rollback import rollback_failed_writes
 
     unfinished = pending_restore(table)
     if unfinished is not None:
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it "
                                f"(`pyhudi restore --instant {unfinished[1]}`) before writing")
 
-    rolled_back = rollback_failed_writes(table.storage, table.timeline, utc=utc)
+    action = REPLACE_COMMIT if overwrite else commit_action_for(table.table_type)
+    txn = WriteTransaction(table, cfg)
+    instant = txn.begin(action, _requested_replace() if overwrite else b"")
+    rolled_back = txn.rolled_back
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
-    action = REPLACE_COMMIT if overwrite else commit_action_for(table.table_type)
-    instant = new_instant_time(after=table.timeline.last_instant_time(), utc=utc)
-    pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
-                        ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns)
     try:
-        meta, phase = pipeline.run(data, operation=operation, overwrite=overwrite, schema_json=schema_json)
+        pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
+                            ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns)
+        meta, phase = pipeline.run(data, operation=operation, overwrite=overwrite, schema_json=schema_json,
+                                   commit=txn.commit)
     except BaseException as exc:
-        _roll_back_quietly(table, Instant(instant, State.INFLIGHT, action), utc)
+        _abort_quietly(txn)
         translated = translate(exc)
         if translated is not None:
             raise translated from None
@@ -289,13 +293,16 @@ def pa_data_schema(schema: Any) -> Any:
     return pa.schema([f for f in schema if f.name not in META_FIELDS])
 
 
-def _roll_back_quietly(table: HudiTable, instant: Instant, utc: bool) -> None:
-    from pyhudi.services.rollback import rollback_instant
+def _requested_replace() -> bytes:
+    """The requested-replace metadata of an insert_overwrite_table instant."""
+    from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA, write_record
 
-    table.timeline.reload()
-    if not any(i.timestamp == instant.timestamp for i in table.timeline.instant_files):
-        return
+    return write_record(REQUESTED_REPLACE_METADATA, {
+        "operationType": "INSERT_OVERWRITE_TABLE", "clusteringPlan": None, "extraMetadata": {}, "version": 1})
+
+
+def _abort_quietly(txn: WriteTransaction) -> None:
     try:
-        rollback_instant(table.storage, table.timeline, table.timeline.find(instant.timestamp), utc=utc)
+        txn.abort()
     except Exception:  # the next writer rolls it back; never hide the original error
-        log.exception("could not roll back failed write %s; the next write will", instant.timestamp)
+        log.exception("could not roll back failed write %s; the next write will", txn.instant)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pyarrow.fs as pafs
 
-from pyhudi.errors import HudiError
+from pyhudi.errors import HudiFileExistsError
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,13 @@ class Storage:
             raise FileNotFoundError(self.full(rel))
         return int(info.size or 0)
 
+    def mtime_ns(self, rel: str) -> int | None:
+        """Modification time of a file in ns since the epoch; None if it does not exist."""
+        info = self.fs.get_file_info(self.full(rel))
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return int(info.mtime_ns or 0)
+
     def list_files(self, rel: str) -> list[FileInfo]:
         """Regular files directly inside a folder (empty list if the folder is absent)."""
         selector = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
@@ -129,12 +136,12 @@ class Storage:
             try:
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
-                raise HudiError(f"{rel} already exists; another writer may be using this instant") from None
+                raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name") from None
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             return
         if self.exists(rel):
-            raise HudiError(f"{rel} already exists; another writer may be using this instant")
+            raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name")
         self.write_bytes(rel, data)
 
     def delete(self, rel: str) -> bool:

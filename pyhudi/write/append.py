@@ -13,12 +13,14 @@ so appending never exposes a half-done write.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.errors import HudiFileExistsError
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
 from pyhudi.io.file_names import log_file_name, parse_log_file, relative_path
 from pyhudi.io.log_format import (
@@ -39,10 +41,26 @@ def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, targe
     """(relative path of the log file to write, whether it is appended to)."""
     current = target.current
     if current is not None and target.current_size < ctx.log_max_size and storage.can_append \
-            and has_valid_tail(storage, current):
+            and ctx.append_in_place and has_valid_tail(storage, current):
         return current, True
     name = log_file_name(bucket.file_id_prefix, target.base_instant, target.next_version, token)
     return relative_path(bucket.partition_path, name), False
+
+
+def _create_log_file(storage: Storage, ctx: WriteContext, rel: str, payload: bytes, token: str) -> str:
+    """Create a new log file exclusively, taking the next version while another writer holds the name."""
+    folder, name = posixpath.split(rel)
+    parsed = parse_log_file(name)
+    assert parsed is not None
+    while True:
+        create_marker(storage, ctx.instant_time, rel, APPEND)
+        try:
+            storage.create_new(rel, payload)
+            return rel
+        except HudiFileExistsError:
+            parsed = dataclasses.replace(parsed, version=parsed.version + 1)
+            rel = relative_path(folder, log_file_name(parsed.file_id, parsed.base_instant, parsed.version,
+                                                      token))
 
 
 def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
@@ -73,13 +91,14 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
                                    gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time,
                                    avro_schema=ctx.settings.avro_schema))
     payload = b"".join(blocks)
-    create_marker(storage, ctx.instant_time, rel, APPEND)
     offset = target.current_size if appending else 0
     if appending:
+        create_marker(storage, ctx.instant_time, rel, APPEND)
         with storage.open_append(rel) as out:
             out.write(payload)
     else:
-        storage.write_bytes(rel, payload)
+        rel = _create_log_file(storage, ctx, rel, payload, token)
+        name = posixpath.basename(rel)
     log_files = list(target.log_files)
     if name not in log_files:
         log_files.append(name)

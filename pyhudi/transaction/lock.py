@@ -1,0 +1,343 @@
+"""The table lock: what serializes changes to the timeline when writers run side by side.
+
+A writer holds the lock twice, briefly: to start (roll back failed writes, choose an instant time
+greater than every other, request it) and to commit (check its instant is still pending, resolve
+conflicts, complete it). Table services hold it while they change the timeline. Data files are
+written outside the lock, so writers overlap for all but milliseconds.
+
+Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
+
+* ``FileSystemBasedLockProvider``: the file ``lock`` in ``hoodie.write.lock.filesystem.path``
+  (default ``.hoodie``), created exclusively. Its content names the holder (host, process, thread);
+  a lock left by a dead process on this host is broken at once, any other one after
+  ``hoodie.write.lock.filesystem.expire`` minutes if that is set.
+* ``InProcessLockProvider``: a lock per table path shared by the threads of one process.
+* any Python class implementing :class:`LockProvider`, named by its dotted path.
+
+:class:`TableLock` adds what every provider needs: re-entry by the thread that holds it (a write
+start that rolls back a failed write takes the lock once), and Hudi's client retries
+(``hoodie.write.lock.client.num_retries`` attempts, ``...client.wait_time_ms_between_retry``
+apart, each waiting up to ``hoodie.write.lock.wait_time_ms``).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import functools
+import importlib
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
+from pyhudi.storage import Storage
+
+_HUDI = "org.apache.hudi.client.transaction.lock."
+FILE_SYSTEM = _HUDI + "FileSystemBasedLockProvider"
+IN_PROCESS = _HUDI + "InProcessLockProvider"
+_JVM_ONLY = ("ZookeeperBasedLockProvider", "DynamoDBBasedLockProvider", "HiveMetastoreBasedLockProvider",
+             "ZookeeperBasedImplicitBasePathLockProvider", "StorageBasedLockProvider")
+LOCK_FILE = "lock"
+
+
+class LockProvider(abc.ABC):
+    """A lock shared by every writer of one table (the interface custom providers implement).
+
+    ``__init__(table_path, options)`` receives the table's base path and the write options (a
+    mapping of ``hoodie.*`` keys). ``try_lock`` waits up to ``timeout_s`` and says whether it got
+    the lock; ``unlock`` releases it. Re-entry and retries are handled by the caller, so a provider
+    never sees two ``try_lock`` calls from one holder.
+    """
+
+    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
+        self.table_path = table_path
+        self.options = options
+
+    @abc.abstractmethod
+    def try_lock(self, timeout_s: float) -> bool: ...
+
+    @abc.abstractmethod
+    def unlock(self) -> None: ...
+
+    def owner(self) -> str | None:
+        """Who holds the lock now, for error messages (None when unknown)."""
+        return None
+
+    @property
+    def key(self) -> str:
+        """What the lock protects; holders with equal keys exclude each other."""
+        return self.table_path
+
+
+def _poll(attempt: Any, timeout_s: float, max_pause_s: float) -> bool:
+    """Call ``attempt`` until it returns True or ``timeout_s`` passes, backing off from 10 ms."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.01
+    while True:
+        if attempt():
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, max_pause_s)
+
+
+_IN_PROCESS_LOCKS: dict[str, threading.Lock] = {}
+_IN_PROCESS_GUARD = threading.Lock()
+
+
+class InProcessLockProvider(LockProvider):
+    """One lock per table path for all threads of this process (Hudi's InProcessLockProvider)."""
+
+    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
+        super().__init__(table_path, options)
+        self._key = Storage(table_path).uri()
+        with _IN_PROCESS_GUARD:
+            self._lock = _IN_PROCESS_LOCKS.setdefault(self._key, threading.Lock())
+        self._max_pause = HudiConfig(dict(options)).get(C.LOCK_RETRY_WAIT_MS) / 1000.0
+
+    @property
+    def key(self) -> str:
+        return "in-process:" + self._key
+
+    def try_lock(self, timeout_s: float) -> bool:
+        return self._lock.acquire(timeout=max(timeout_s, 0.0))
+
+    def unlock(self) -> None:
+        self._lock.release()
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of a process in clock ticks (Linux), to tell a reused pid from its holder."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _process_alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return start is None or _process_start(pid) in (None, start)
+
+
+class FileSystemLockProvider(LockProvider):
+    """A lock file created exclusively (Hudi's FileSystemBasedLockProvider), local paths only."""
+
+    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
+        super().__init__(table_path, options)
+        cfg = HudiConfig(dict(options))
+        folder = cfg.get(C.LOCK_FILESYSTEM_PATH)
+        self.storage = Storage(folder) if folder else Storage(table_path)
+        self.rel = LOCK_FILE if folder else f".hoodie/{LOCK_FILE}"
+        if not self.storage.is_local:
+            raise HudiUnsupportedError(
+                f"the file-system lock needs a local path ({self.storage.uri(self.rel)} is not): object stores "
+                f"cannot create a file exclusively. Use {IN_PROCESS} for writers in one process, or a lock "
+                "provider of your own (hoodie.write.lock.provider=your.module.YourLockProvider)")
+        self.path = self.storage.full(self.rel)
+        self.expire_s = cfg.get(C.LOCK_FILESYSTEM_EXPIRE) * 60.0
+        self._max_pause = cfg.get(C.LOCK_RETRY_WAIT_MS) / 1000.0
+        self._held: str | None = None
+
+    @property
+    def key(self) -> str:
+        return "file:" + self.path
+
+    def _info(self) -> str:
+        return json.dumps({"lockCreateTime": str(int(time.time() * 1000)),
+                           "lockThreadName": threading.current_thread().name, "lockStacksInfo": [],
+                           "host": socket.gethostname(), "pid": os.getpid(),
+                           "pidStart": _process_start(os.getpid())})
+
+    def _read(self, path: str) -> tuple[str, float] | None:
+        """(content, age in seconds) of a lock file, None when there is none."""
+        try:
+            with open(path) as f:
+                content = f.read()
+            return content, time.time() - os.stat(path).st_mtime
+        except FileNotFoundError:
+            return None
+
+    def _stale(self, content: str, age: float) -> bool:
+        if self.expire_s and age > self.expire_s:
+            return True
+        try:
+            info = json.loads(content)
+        except ValueError:
+            return age > 10.0  # its holder died between creating and filling it
+        if info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
+            return False
+        return not _process_alive(info["pid"], info.get("pidStart"))
+
+    def _create(self, path: str, content: str) -> bool:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(content)
+        return True
+
+    def _break(self, stale_content: str) -> None:
+        """Delete a stale lock file, unless another waiter broke it (and maybe took it) first."""
+        breaker = self.path + ".break"
+        if not self._create(breaker, self._info()):
+            found = self._read(breaker)
+            if found is not None and self._stale(*found):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(breaker)
+            return
+        try:
+            found = self._read(self.path)
+            if found is not None and found[0] == stale_content:
+                os.unlink(self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(breaker)
+
+    def _attempt(self) -> bool:
+        info = self._info()
+        if self._create(self.path, info):
+            self._held = info
+            return True
+        found = self._read(self.path)
+        if found is not None and self._stale(*found):
+            self._break(found[0])
+            if self._create(self.path, info):
+                self._held = info
+                return True
+        return False
+
+    def try_lock(self, timeout_s: float) -> bool:
+        return _poll(self._attempt, timeout_s, self._max_pause)
+
+    def unlock(self) -> None:
+        found = self._read(self.path)
+        if found is not None and found[0] == self._held:
+            os.unlink(self.path)
+        self._held = None
+
+    def owner(self) -> str | None:
+        found = self._read(self.path)
+        if found is None:
+            return None
+        try:
+            info = json.loads(found[0])
+            return (f"process {info.get('pid')} on {info.get('host')} (thread {info.get('lockThreadName')}), "
+                    f"for {found[1]:.0f} s")
+        except ValueError:
+            return f"unknown, for {found[1]:.0f} s"
+
+
+def provider_class(name: str | None, storage: Storage) -> type[LockProvider]:
+    """The provider class ``hoodie.write.lock.provider`` names (or the default for this storage)."""
+    if not name:
+        return FileSystemLockProvider if storage.is_local else InProcessLockProvider
+    short = name.rsplit(".", 1)[-1]
+    if name in (FILE_SYSTEM, "FileSystemBasedLockProvider"):
+        return FileSystemLockProvider
+    if name in (IN_PROCESS, "InProcessLockProvider"):
+        return InProcessLockProvider
+    if short in _JVM_ONLY:
+        raise HudiUnsupportedError(
+            f"hoodie.write.lock.provider={name} needs Apache Hudi's JVM client; use {FILE_SYSTEM} (local paths), "
+            f"{IN_PROCESS} (one process) or a Python class implementing pyhudi.transaction.lock.LockProvider")
+    module, _, cls_name = name.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), cls_name) if module else None
+    except ImportError as exc:
+        raise HudiConfigError(f"hoodie.write.lock.provider={name}: cannot import {module} ({exc})") from None
+    if not (isinstance(cls, type) and issubclass(cls, LockProvider)):
+        raise HudiConfigError(f"hoodie.write.lock.provider={name} is not a subclass of "
+                              "pyhudi.transaction.lock.LockProvider")
+    return cls
+
+
+# (provider key) -> (holding thread, depth): re-entry by the holder
+_HELD: dict[str, tuple[int, int]] = {}
+_HELD_GUARD = threading.Lock()
+
+
+class TableLock:
+    """The lock of one table for one writer: re-entrant per thread, with Hudi's client retries."""
+
+    def __init__(self, table_path: str, cfg: HudiConfig) -> None:
+        storage = Storage(table_path)
+        self.cfg = cfg
+        self.provider = provider_class(cfg.get(C.LOCK_PROVIDER), storage)(table_path, cfg.raw)
+
+    def acquire(self) -> None:
+        key, me = self.provider.key, threading.get_ident()
+        with _HELD_GUARD:
+            holder = _HELD.get(key)
+            if holder is not None and holder[0] == me:
+                _HELD[key] = (me, holder[1] + 1)
+                return
+        wait_s = self.cfg.get(C.LOCK_WAIT_MS) / 1000.0
+        retries = self.cfg.get(C.LOCK_CLIENT_NUM_RETRIES)
+        pause_s = self.cfg.get(C.LOCK_CLIENT_RETRY_WAIT_MS) / 1000.0
+        for attempt in range(retries + 1):
+            if self.provider.try_lock(wait_s):
+                with _HELD_GUARD:
+                    _HELD[key] = (me, 1)
+                return
+            if attempt < retries:
+                time.sleep(pause_s)
+        owner = self.provider.owner()
+        raise HudiLockError(
+            f"could not take the lock of {self.provider.table_path} ({type(self.provider).__name__}) in "
+            f"{retries + 1} attempts of {wait_s:.0f} s" + (f"; it is held by {owner}" if owner else "")
+            + ". Retry when the other writer is done, or raise hoodie.write.lock.client.num_retries / "
+            "hoodie.write.lock.wait_time_ms")
+
+    def release(self) -> None:
+        key = self.provider.key
+        with _HELD_GUARD:
+            holder = _HELD.get(key)
+            if holder is None or holder[0] != threading.get_ident():
+                raise HudiError(f"the lock of {self.provider.table_path} is not held by this thread")
+            if holder[1] > 1:
+                _HELD[key] = (holder[0], holder[1] - 1)
+                return
+            del _HELD[key]
+        self.provider.unlock()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def under_table_lock(fn: F) -> F:
+    """Run a table service (first argument: the table) holding the table's lock.
+
+    The lock options come from the first :class:`HudiConfig` among the arguments, else defaults.
+    """
+    @functools.wraps(fn)
+    def wrapper(table: Any, *args: Any, **kwargs: Any) -> Any:
+        cfg = next((a for a in (*args, *kwargs.values()) if isinstance(a, HudiConfig)), None) or HudiConfig()
+        with TableLock(table.path, cfg).held():
+            return fn(table, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,208 @@
+"""The life of one write on a table other writers and services may touch at the same time.
+
+:class:`WriteTransaction` brackets a write:
+
+``begin``
+    under the table lock: finish interrupted rollbacks, roll back failed writes (EAGER policy:
+    pending writes whose heartbeat expired), refuse to start beside a live write in single-writer
+    mode, note what is completed (for conflict resolution), start the heartbeat, and request an
+    instant later than any on the timeline.
+``commit``
+    under the lock: check the instant is still this write's pending instant (no other writer
+    rolled it back), resolve conflicts under optimistic concurrency control, then complete it.
+    A write that fails either check leaves nothing visible and says why.
+``abort``
+    roll the instant back (under the lock) and stop the heartbeat.
+
+Between the two, files are written without the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiWriteConflictError
+from pyhudi.services.rollback import finish_pending_rollbacks, pending_rollback_targets, rollback_instant
+from pyhudi.storage import Storage
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import WRITE_ACTIONS, Instant, State, new_instant_time
+from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
+from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
+from pyhudi.transaction.lock import TableLock
+
+log = logging.getLogger("pyhudi")
+
+SINGLE_WRITER = "SINGLE_WRITER"
+OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """The concurrency options of one writer, with Hudi's inference of the failed-writes policy."""
+
+    mode: str
+    failed_writes: str
+    heartbeat: HeartbeatPolicy
+    by_bucket: bool
+
+    @classmethod
+    def of(cls, cfg: HudiConfig) -> Concurrency:
+        mode = cfg.get(C.WRITE_CONCURRENCY_MODE)
+        policy = cfg.get(C.FAILED_WRITES_POLICY) if cfg.is_set(C.FAILED_WRITES_POLICY) else (
+            "LAZY" if mode == OCC else "EAGER")
+        strategy = cfg.get(C.CONFLICT_RESOLUTION_STRATEGY) if cfg.is_set(C.CONFLICT_RESOLUTION_STRATEGY) else (
+            C.CONFLICT_STRATEGIES[1] if cfg.get(C.INDEX_TYPE) == "BUCKET" else C.CONFLICT_STRATEGIES[0])
+        return cls(mode, policy, HeartbeatPolicy.of(cfg), strategy == C.CONFLICT_STRATEGIES[1])
+
+    @property
+    def optimistic(self) -> bool:
+        return self.mode == OCC
+
+
+def split_pending_writes(storage: Storage, timeline: Timeline,
+                         policy: HeartbeatPolicy) -> tuple[list[Instant], list[Instant]]:
+    """Pending writes as (failed: heartbeat expired or missing, live)."""
+    failed: list[Instant] = []
+    live: list[Instant] = []
+    for inst in timeline.pending(WRITE_ACTIONS):
+        (live if is_alive(storage, inst.timestamp, policy) else failed).append(inst)
+    return failed, live
+
+
+def rollback_failed_writes(table: HudiTable, cfg: HudiConfig) -> list[str]:
+    """Under the lock: finish interrupted rollbacks, roll back writes whose heartbeat expired."""
+    policy = Concurrency.of(cfg).heartbeat
+    with TableLock(table.path, cfg).held():
+        timeline = table.timeline.reload()
+        utc = table.config.utc_timeline
+        done = finish_pending_rollbacks(table.storage, timeline)
+        failed, _live = split_pending_writes(table.storage, timeline, policy)
+        for inst in failed:
+            log.warning("rolling back failed write %s (heartbeat expired)", inst.timestamp)
+            done.append(rollback_instant(table.storage, timeline, inst, utc=utc))
+        return done
+
+
+def _describe_live(storage: Storage, live: list[Instant]) -> str:
+    parts = []
+    for inst in live:
+        age = heartbeat_age(storage, inst.timestamp)
+        parts.append(f"{inst.action} {inst.timestamp} (heartbeat {age:.0f} s ago)" if age is not None
+                     else f"{inst.action} {inst.timestamp}")
+    return ", ".join(parts)
+
+
+class WriteTransaction:
+    """One write's instant, from request to completion or rollback."""
+
+    def __init__(self, table: HudiTable, cfg: HudiConfig) -> None:
+        self.table = table
+        self.cfg = cfg
+        self.concurrency = Concurrency.of(cfg)
+        self.lock = TableLock(table.path, cfg)
+        self.instant: str | None = None
+        self.action: str | None = None
+        self.start: TimelineSnapshot | None = None
+        self.heartbeat: Heartbeat | None = None
+        self.rolled_back: list[str] = []
+        self.finished = False
+
+    @property
+    def timeline(self) -> Timeline:
+        return self.table.timeline
+
+    def begin(self, action: str, requested: bytes = b"") -> str:
+        """Request a new instant of ``action``; returns its time."""
+        storage, conc = self.table.storage, self.concurrency
+        with self.lock.held():
+            timeline = self.timeline.reload()
+            self.rolled_back = finish_pending_rollbacks(storage, timeline)
+            failed, live = split_pending_writes(storage, timeline, conc.heartbeat)
+            if conc.failed_writes == "EAGER":
+                for inst in failed:
+                    log.warning("rolling back failed write %s (its heartbeat expired)", inst.timestamp)
+                    self.rolled_back.append(rollback_instant(storage, timeline, inst,
+                                                             utc=self.table.config.utc_timeline))
+            if live and not conc.optimistic:
+                raise HudiConcurrentWriteError(
+                    f"another write is in progress on {self.table.path}: {_describe_live(storage, live)}. The table "
+                    "is in single-writer mode: wait for that write to finish (a dead writer's heartbeat expires "
+                    f"{conc.heartbeat.max_age_s:.0f} s after its last beat and the next writer rolls it back), or "
+                    "let writers run side by side with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL "
+                    "on every writer (its failed-writes policy defaults to LAZY)")
+            self.start = TimelineSnapshot.of(timeline)
+            instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
+            self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
+            try:
+                timeline.create_requested(instant, action, requested)
+            except BaseException:
+                self.heartbeat.stop()
+                raise
+        self.instant, self.action = instant, action
+        return instant
+
+    def _still_mine(self, timeline: Timeline) -> str | None:
+        """Why the instant can no longer complete (None if it can)."""
+        assert self.instant is not None and self.action is not None
+        if timeline.is_completed(self.instant):
+            return "it is completed already"
+        if not (timeline.has_state(self.instant, State.REQUESTED, self.action)
+                or timeline.has_state(self.instant, State.INFLIGHT, self.action)):
+            return "another writer rolled it back (its heartbeat had expired)"
+        if self.instant in pending_rollback_targets(timeline):
+            return "another writer is rolling it back (its heartbeat had expired)"
+        return None
+
+    def commit(self, meta: CommitMetadata) -> None:
+        """Complete the instant with ``meta``: the single step that makes the write visible."""
+        assert self.instant is not None and self.action is not None and self.start is not None
+        conc = self.concurrency
+        with self.lock.held():
+            timeline = self.timeline.reload()
+            reason = self._still_mine(timeline)
+            if reason is not None:
+                self._stop_heartbeat()
+                raise HudiCommitError(f"write {self.instant} to {self.table.path} cannot commit: {reason}. Nothing "
+                                      "of it is visible; run the write again")
+            if conc.optimistic:
+                mine = touched_file_groups(meta)
+                replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
+                check = find_conflicts(timeline, self.start, self.instant, mine, replaced=replaced,
+                                       by_bucket=conc.by_bucket)
+                if check.conflicts:
+                    self.abort()
+                    raise HudiWriteConflictError(
+                        f"write {self.instant} to {self.table.path} conflicts with "
+                        + "; ".join(c.describe() for c in check.conflicts)
+                        + ", which completed (or was planned) after it started. It was rolled back and the table "
+                        "is as the other writer left it; run the write again")
+                meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
+            timeline.complete(self.instant, self.action, meta.to_json().encode("utf-8"))
+            self.finished = True
+        self._stop_heartbeat()
+
+    def abort(self) -> None:
+        """Roll back the instant if it is still pending (idempotent); never raises for a missing one."""
+        if self.finished or self.instant is None:
+            self._stop_heartbeat()
+            return
+        try:
+            with self.lock.held():
+                timeline = self.timeline.reload()
+                if self._still_mine(timeline) is None:
+                    rollback_instant(self.table.storage, timeline, timeline.find(self.instant),
+                                     utc=self.table.config.utc_timeline)
+                self.finished = True
+        finally:
+            self._stop_heartbeat()
+
+    def _stop_heartbeat(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None
