@@ -90,6 +90,31 @@ def choice(*allowed: str, mapping: Mapping[str, str] | None = None) -> Callable[
     return parse
 
 
+COMPACTION_STRATEGIES = (
+    "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
+    "org.apache.hudi.table.action.compact.strategy.UnBoundedCompactionStrategy",
+)
+
+
+CONFLICT_STRATEGIES = (
+    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
+    "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
+)
+
+
+def class_choice(what: str, known: tuple[str, ...]) -> Callable[[Any], str]:
+    """A parser for a Java class option: the full or the simple class name of one of ``known``."""
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        for name in known:
+            if text in (name, name.rsplit(".", 1)[1]):
+                return name
+        raise ValueError(f"{what} {text!r} is not supported; use one of "
+                         + ", ".join(k.rsplit(".", 1)[1] for k in known))
+
+    return parse
+
+
 @dataclass(frozen=True)
 class ConfigOption(Generic[T]):
     """One option: canonical key, default (``None`` = unset), doc, aliases, parser."""
@@ -392,7 +417,7 @@ COMPACTION_STRATEGY = option(
     "hoodie.compaction.strategy", "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
     "Which file slices a compaction plan takes: LogFileSizeBasedCompactionStrategy (largest logs first, up to "
     "hoodie.compaction.target.io) or UnBoundedCompactionStrategy (all).",
-    lambda v: class_choice("compaction strategy", COMPACTION_STRATEGIES)(v))
+    class_choice("compaction strategy", COMPACTION_STRATEGIES))
 COMPACTION_TARGET_IO = option(
     "hoodie.compaction.target.io", 500 * 1024,
     "MB of reads and writes one compaction plan may take (log-size based strategy).", parse_positive_int)
@@ -517,7 +542,7 @@ CONFLICT_RESOLUTION_STRATEGY = option(
     "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
     "How a commit decides it conflicts: Simple... (file groups both wrote) or BucketIndex... (the same "
     "bucket of a partition, the default with hoodie.index.type=BUCKET).",
-    lambda v: class_choice("conflict resolution strategy", CONFLICT_STRATEGIES)(v))
+    class_choice("conflict resolution strategy", CONFLICT_STRATEGIES))
 
 # ---------------------------------------------------------------------------------------------
 # Bloom filter written into every base file footer
@@ -594,31 +619,6 @@ def _parse_payload(value: Any) -> str:
 
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-COMPACTION_STRATEGIES = (
-    "org.apache.hudi.table.action.compact.strategy.LogFileSizeBasedCompactionStrategy",
-    "org.apache.hudi.table.action.compact.strategy.UnBoundedCompactionStrategy",
-)
-
-
-CONFLICT_STRATEGIES = (
-    "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
-    "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
-)
-
-
-def class_choice(what: str, known: tuple[str, ...]) -> Callable[[Any], str]:
-    """A parser for a Java class option: the full or the simple class name of one of ``known``."""
-    def parse(value: Any) -> str:
-        text = str(value).strip()
-        for name in known:
-            if text in (name, name.rsplit(".", 1)[1]):
-                return name
-        raise ValueError(f"{what} {text!r} is not supported; use one of "
-                         + ", ".join(k.rsplit(".", 1)[1] for k in known))
-
-    return parse
-
-
 def canonical_key(key: str) -> str:
     """The registry key a user-supplied key (or alias) stands for; the key itself if unknown."""
     return _ALIASES.get(key, key)
