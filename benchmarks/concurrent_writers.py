@@ -35,6 +35,7 @@ OPTIONS = {"hoodie.table.name": "drones", "hoodie.datasource.write.recordkey.fie
            "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts",
            "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL"}
 DAYS = 4
+SCENARIOS = ((1, False), (2, False), (4, False), (2, True), (4, True))
 
 
 def writer(system: str, path: str, day: int, drones: int, start_at: float, seconds: float, out: str) -> None:
@@ -62,7 +63,8 @@ def writer(system: str, path: str, day: int, drones: int, start_at: float, secon
                  .when_matched_update_all().when_not_matched_insert_all().execute())
             outcomes.append({"ok": True, "start": t, "end": time.time()})
         except Exception as exc:  # a conflict (pyhudi.HudiWriteConflictError, deltalake's CommitFailedError)
-            outcomes.append({"ok": False, "error": type(exc).__name__, "start": t, "end": time.time()})
+            outcomes.append({"ok": False, "error": type(exc).__name__, "message": str(exc)[:500],
+                             "start": t, "end": time.time()})
     with open(out, "w") as f:
         json.dump(outcomes, f)
 
@@ -103,7 +105,14 @@ def scenario(system: str, work: Path, writers: int, overlapping: bool, args: arg
     ok = sum(o["ok"] for o in outcomes)
     window = max(o["end"] for o in outcomes) - start_at if outcomes else float("nan")
     shutil.rmtree(path, ignore_errors=True)
-    return {"system": system, "writers": writers, "overlapping": overlapping, "attempted": len(outcomes),
+    errors: dict[str, int] = {}
+    for o in outcomes:
+        if not o["ok"]:
+            errors[o["error"]] = errors.get(o["error"], 0) + 1
+            if not overlapping:  # disjoint writers should not fail: show why one did
+                print(f"    {o['error']}: {o['message']}")
+    return {"errors": errors, "system": system, "writers": writers, "overlapping": overlapping,
+            "attempted": len(outcomes),
             "committed": ok, "per_minute": ok / window * 60, "conflict_rate": 1 - ok / max(1, len(outcomes)),
             "median_s": sorted(o["end"] - o["start"] for o in outcomes if o["ok"])[ok // 2] if ok else float("nan")}
 
@@ -120,6 +129,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=45.0)
     parser.add_argument("--drones", type=int, default=20)
     parser.add_argument("--systems", default="pyhudi,delta")
+    parser.add_argument("--scenarios", default="", help="e.g. 2d,4o: writers and d(isjoint) or o(verlapping)")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(tempfile.mkdtemp(prefix="pyhudi-concurrency-"))
@@ -128,12 +138,16 @@ def main() -> None:
     rows = []
     try:
         for system in args.systems.split(","):
-            for writers, overlapping in ((1, False), (2, False), (4, False), (2, True), (4, True)):
+            for writers, overlapping in SCENARIOS:
+                if args.scenarios and f"{writers}{'o' if overlapping else 'd'}" not in args.scenarios.split(","):
+                    continue
                 r = scenario(system, work, writers, overlapping, args)
                 rows.append(r)
                 print(f"  {system:7s} {writers} writer(s) {'same day ' if overlapping else 'own days '}: "
                       f"{r['committed']}/{r['attempted']} committed, {r['per_minute']:.1f} commits/min, "
-                      f"conflict rate {r['conflict_rate']:.0%}, median commit {r['median_s']:.2f} s", flush=True)
+                      f"conflict rate {r['conflict_rate']:.0%}, median commit {r['median_s']:.2f} s"
+                      + (f" ({', '.join(f'{k} x{v}' for k, v in r['errors'].items())})" if r["errors"] else ""),
+                      flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -446,3 +446,23 @@ def test_archival_keeps_commits_completed_since_a_pending_write_started(spark, t
     cfg = HudiConfig({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
                       "hoodie.clean.commits.retained": "1"})
     assert instants_to_archive(pyhudi.HudiTable(path), cfg) == [c1]
+
+
+def test_instants_archived_by_another_writer_while_listed(spark, tmp_path):
+    """A writer lists the timeline, another archives old commits; reading what was listed stops
+    at the archived ones instead of failing the write."""
+    path = str(tmp_path / "t")
+    _table(spark, path)
+    for n in range(4):
+        pyhudi.write(_rows(spark, [(f"kp0-{n}", "p0", n + 1, "u")]), path,
+                     {**BASE, "hoodie.archive.automatic": "false"})
+    mine = pyhudi.HudiTable(path)  # listed now
+    first = mine.timeline.completed_writes()[0]
+    archived = pyhudi.archive(path, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+                                     "hoodie.clean.commits.retained": "1"})
+    assert first.timestamp in archived
+    with pytest.raises(pyhudi.HudiInstantNotFoundError, match="left the active timeline"):
+        mine.timeline.read_bytes(first)
+    assert mine.avro_schema() and mine.newest_base_file()
+    res = pyhudi.write(_rows(spark, [("kp1-0", "p1", 9, "after")]), path, BASE)
+    assert res.instant_time and _state(spark, path)["kp1-0"] == ("p1", 9, "after")

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiInstantNotFoundError
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.index import bloom_index as B
 from pyhudi.index.bloom_index import remember_ranges
@@ -535,7 +536,11 @@ class Pipeline:
         # newest first, stopping at the first big one; delta commits count by their base files only
         # (log blocks are uncompressed Avro: their bytes per record say nothing of parquet's)
         for inst in reversed(self.table.timeline.completed([COMMIT, DELTA_COMMIT])):
-            stats = [st for st in self.table.timeline.commit_metadata(inst).write_stats() if not st.is_log]
+            try:
+                meta = self.table.timeline.commit_metadata(inst)
+            except HudiInstantNotFoundError:  # archived meanwhile by another writer, and all before it
+                break
+            stats = [st for st in meta.write_stats() if not st.is_log]
             commits.append((sum(st.totalWriteBytes for st in stats), sum(st.numWrites for st in stats)))
             if commits[-1][0] > threshold:
                 break

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from pyhudi.errors import HudiInstantNotFoundError
 from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
@@ -103,7 +104,10 @@ class FileSystemView:
         for inst in writes:
             if inst.action != REPLACE_COMMIT:
                 continue
-            meta = self.timeline.commit_metadata(inst)
+            try:
+                meta = self.timeline.commit_metadata(inst)
+            except HudiInstantNotFoundError:  # archived meanwhile: its replaced groups were cleaned
+                continue
             for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
                 for fid in ids:
                     replaced.setdefault((partition, fid), inst.timestamp)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pyhudi.errors import HudiTableNotFoundError
+from pyhudi.errors import HudiInstantNotFoundError, HudiTableNotFoundError
 from pyhudi.io.base_file import read_footer
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
@@ -115,7 +115,10 @@ class HudiTable:
     def avro_schema(self) -> str | None:
         """The table schema as Avro JSON: latest commit's ``extraMetadata.schema`` or the create schema."""
         for inst in reversed(self.timeline.completed_writes()):
-            schema = self.timeline.commit_metadata(inst).schema
+            try:
+                schema = self.timeline.commit_metadata(inst).schema
+            except HudiInstantNotFoundError:  # archived meanwhile by another writer, and all before it
+                break
             if schema:
                 return schema
         return self.config.props.get(P.CREATE_SCHEMA)
@@ -127,7 +130,11 @@ class HudiTable:
         carries the latest table schema.
         """
         for inst in reversed(self.timeline.completed_writes()):
-            for stat in self.timeline.commit_metadata(inst).write_stats():
+            try:
+                stats = self.timeline.commit_metadata(inst).write_stats()
+            except HudiInstantNotFoundError:  # archived meanwhile by another writer, and all before it
+                break
+            for stat in stats:
                 if stat.path.endswith(".parquet") and self.storage.exists(stat.path):
                     return stat.path
         files = self.file_system_view().latest_base_files()

@@ -142,7 +142,14 @@ class Timeline:
         return f"{self.folder}/{instant.file_name(self.layout_version)}"
 
     def read_bytes(self, instant: Instant) -> bytes:
-        return self.storage.read_bytes(self.path_of(instant))
+        """The content of an instant file; :class:`HudiInstantNotFoundError` if it has gone since the
+        timeline was listed (another writer archived or rolled the instant back)."""
+        try:
+            return self.storage.read_bytes(self.path_of(instant))
+        except FileNotFoundError:
+            raise HudiInstantNotFoundError(
+                f"instant {instant} left the active timeline while it was being read (another writer archived "
+                "or rolled it back); run again") from None
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         """The commit metadata of a completed write instant (JSON in v6, Avro in v8)."""
