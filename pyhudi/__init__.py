@@ -17,17 +17,21 @@ from typing import TYPE_CHECKING, Any
 from pyhudi.errors import (
     HudiCommitError,
     HudiCompactionError,
+    HudiConcurrentWriteError,
     HudiConfigError,
     HudiCorruptFileError,
     HudiError,
+    HudiFileExistsError,
     HudiInstantNotFoundError,
     HudiKeyError,
+    HudiLockError,
     HudiRestoreError,
     HudiRetentionError,
     HudiSchemaError,
     HudiTableMismatchError,
     HudiTableNotFoundError,
     HudiUnsupportedError,
+    HudiWriteConflictError,
 )
 from pyhudi.table.table import HudiTable
 from pyhudi.write.commit import WriteResult
@@ -97,17 +101,23 @@ def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
     return _archive(HudiTable(path), HudiConfig.of(options))
 
 
-def create_savepoint(path: str, instant: str | None = None, *, user: str | None = None, comments: str = "") -> Any:
-    """Savepoint a completed commit (default the latest): the cleaner keeps its snapshot for restore."""
+def create_savepoint(path: str, instant: str | None = None, *, user: str | None = None, comments: str = "",
+                     options: dict[str, Any] | None = None) -> Any:
+    """Savepoint a completed commit (default the latest): the cleaner keeps its snapshot for restore.
+
+    ``options`` carry the lock settings the table's writers use (``hoodie.write.lock.*``).
+    """
+    from pyhudi.config import HudiConfig
     from pyhudi.services.savepoint import create_savepoint as _create
 
-    return _create(HudiTable(path), instant, user=user, comments=comments)
+    return _create(HudiTable(path), instant, user=user, comments=comments, cfg=HudiConfig.of(options))
 
 
-def delete_savepoint(path: str, instant: str) -> None:
+def delete_savepoint(path: str, instant: str, *, options: dict[str, Any] | None = None) -> None:
+    from pyhudi.config import HudiConfig
     from pyhudi.services.savepoint import delete_savepoint as _delete
 
-    _delete(HudiTable(path), instant)
+    _delete(HudiTable(path), instant, cfg=HudiConfig.of(options))
 
 
 def list_savepoints(path: str) -> list[Any]:
@@ -116,23 +126,26 @@ def list_savepoints(path: str) -> list[Any]:
     return _list(HudiTable(path).timeline)
 
 
-def restore(path: str, savepoint: str) -> Any:
-    """Return the table to a savepoint, rolling back every later instant."""
+def restore(path: str, savepoint: str, *, options: dict[str, Any] | None = None) -> Any:
+    """Return the table to a savepoint, rolling back every later instant (refused while a write runs)."""
+    from pyhudi.config import HudiConfig
     from pyhudi.services.restore import restore as _restore
 
-    return _restore(HudiTable(path), savepoint)
+    return _restore(HudiTable(path), savepoint, cfg=HudiConfig.of(options))
 
 
-def rollback(path: str, instant: str | None = None) -> str:
-    """Roll back the latest completed commit (``instant``, if given, must be it)."""
+def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] | None = None) -> str:
+    """Roll back the latest completed commit (``instant``, if given, must be it; refused while a write runs)."""
+    from pyhudi.config import HudiConfig
     from pyhudi.services.restore import rollback_commit
 
-    return rollback_commit(HudiTable(path), instant)
+    return rollback_commit(HudiTable(path), instant, cfg=HudiConfig.of(options))
 
 
 __all__ = [
-    "HudiCommitError", "HudiCompactionError", "HudiConfigError", "HudiCorruptFileError", "HudiError",
-    "HudiInstantNotFoundError", "HudiKeyError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
+    "HudiCommitError", "HudiCompactionError", "HudiConcurrentWriteError", "HudiConfigError",
+    "HudiCorruptFileError", "HudiError", "HudiFileExistsError", "HudiInstantNotFoundError", "HudiKeyError",
+    "HudiLockError", "HudiWriteConflictError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
     "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError", "HudiUnsupportedError", "WriteResult",
     "archive", "clean", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
     "rollback", "schedule_compaction", "spark_session", "write",

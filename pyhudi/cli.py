@@ -247,12 +247,20 @@ def services(sub: argparse._SubParsersAction) -> None:
         if name == "create":
             p.add_argument("--user", default=None)
             p.add_argument("--comments", default="")
+        if name != "list":
+            _option_arg(p, example=LOCK_EXAMPLE)
     p = sub.add_parser("restore", help="roll the table back to a savepoint")
     p.add_argument("--path", required=True, help="table base path")
     p.add_argument("--instant", required=True, help="the savepoint instant")
+    _option_arg(p, example=LOCK_EXAMPLE)
     p = sub.add_parser("rollback", help="roll back the latest completed commit")
     p.add_argument("--path", required=True, help="table base path")
     p.add_argument("--instant", default=None, help="the commit (must be the latest)")
+    _option_arg(p, example=LOCK_EXAMPLE)
+
+
+#: the options the writers' lock and heartbeats need, which services touching the timeline share
+LOCK_EXAMPLE = "hoodie.write.lock.provider=...InProcessLockProvider"
 
 
 def _options(args: argparse.Namespace) -> dict[str, str]:
@@ -281,17 +289,18 @@ def service_command(table: HudiTable, args: argparse.Namespace) -> str:
         archived = archival.archive(table, HudiConfig.of(_options(args)))
         return f"archived {len(archived)} instants ({archived[0]} .. {archived[-1]})" if archived \
             else "nothing to archive"
+    cfg = HudiConfig.of(_options(args))
     if args.command == "restore":
-        res = restore.restore(table, args.instant)
+        res = restore.restore(table, args.instant, cfg=cfg)
         return f"restore {res.instant}: table back at savepoint {res.savepoint}; rolled back " \
                f"{len(res.rolled_back)} instants, deleted {res.files_deleted} files"
     if args.command == "rollback":
-        return f"rolled back the latest commit as rollback {restore.rollback_commit(table, args.instant)}"
+        return f"rolled back the latest commit as rollback {restore.rollback_commit(table, args.instant, cfg=cfg)}"
     if args.what == "create":
-        made = savepoint.create_savepoint(table, args.instant, user=args.user, comments=args.comments)
+        made = savepoint.create_savepoint(table, args.instant, user=args.user, comments=args.comments, cfg=cfg)
         return f"savepoint {made.instant}: {sum(len(v) for v in made.files.values())} files kept"
     if args.what == "delete":
-        savepoint.delete_savepoint(table, args.instant)
+        savepoint.delete_savepoint(table, args.instant, cfg=cfg)
         return f"deleted savepoint {args.instant}"
     rows = [[sp.instant, sp.savepointed_by, _epoch(sp.savepointed_at), sum(len(v) for v in sp.files.values()),
              sp.comments] for sp in savepoint.list_savepoints(table.timeline)]

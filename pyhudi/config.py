@@ -505,7 +505,7 @@ HEARTBEAT_TOLERABLE_MISSES = option(
 LOCK_PROVIDER = option(
     "hoodie.write.lock.provider", None,
     "Lock that serializes timeline changes (the start and the commit of a write, table services). "
-    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (a lock file; local and HDFS "
+    "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (a lock file; local "
     "paths), org.apache.hudi.client.transaction.lock.InProcessLockProvider (writers in one process), or "
     "the dotted name of a Python class implementing pyhudi.transaction.lock.LockProvider. Unset, pyhudi "
     "uses the file-system lock where storage creates files atomically (local paths) and the in-process "
@@ -535,8 +535,9 @@ LOCK_FILESYSTEM_PATH = option(
     "Folder of the file-system lock's file (named lock); default the table's .hoodie folder.")
 LOCK_FILESYSTEM_EXPIRE = option(
     "hoodie.write.lock.filesystem.expire", 0,
-    "Minutes after which a file-system lock counts as abandoned and is broken; 0 never expires it by "
-    "age (a lock whose holder is a dead process on this host is broken at once).", parse_non_negative_int)
+    "Minutes after which a lock file that no live pyhudi process holds (one Apache Hudi's Java writers "
+    "left) counts as abandoned and is broken; 0 never. A lock file of a dead pyhudi process is broken at "
+    "once (its holder's flock on it is gone).", parse_non_negative_int)
 CONFLICT_RESOLUTION_STRATEGY = option(
     "hoodie.write.lock.conflict.resolution.strategy",
     "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",

@@ -23,6 +23,7 @@ from pyhudi.services.rollback import rollback_instant
 from pyhudi.timeline.instant import ROLLBACK
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, heartbeat_path, is_alive
 from pyhudi.transaction.lock import FileSystemLockProvider, InProcessLockProvider, TableLock
+from pyhudi.write.markers import CREATE, create_marker, list_markers
 
 WRITER = str(Path(__file__).parent / "writer_process.py")
 SCHEMA = T.StructType([T.StructField("id", T.StringType()), T.StructField("p", T.StringType()),
@@ -220,6 +221,10 @@ def test_commit_fails_if_another_writer_rolled_the_instant_back(spark, tmp_path,
         def other_writer_rolls_back(meta):
             table = pyhudi.HudiTable(path)
             rollback_instant(table.storage, table.timeline, table.timeline.find(self.instant))
+            # a straggling task of this write writes one more file after that rollback
+            late = f"p0/late-0_1-0-1_{self.instant}.parquet"
+            create_marker(table.storage, self.instant, late, CREATE)
+            table.storage.write_bytes(late, b"PAR1")
             commit(meta)
 
         return real_run(self, *args, commit=other_writer_rolls_back, **kwargs)
@@ -230,6 +235,8 @@ def test_commit_fails_if_another_writer_rolled_the_instant_back(spark, tmp_path,
     monkeypatch.undo()
     table = pyhudi.HudiTable(path)
     assert table.timeline.pending() == [] and len(table.timeline.completed_writes()) == 1
+    assert not list((tmp_path / "t" / "p0").glob("late-0_*"))  # rolled back too, by the failed writer
+    assert len(table.timeline.completed([ROLLBACK])) == 2
     assert _state(spark, path) == before
     assert {r["id"]: r["val"] for r in hudi_rs_rows(path)} == {k: v[2] for k, v in before.items()}
 
@@ -466,3 +473,57 @@ def test_instants_archived_by_another_writer_while_listed(spark, tmp_path):
     assert mine.avro_schema() and mine.newest_base_file()
     res = pyhudi.write(_rows(spark, [("kp1-0", "p1", 9, "after")]), path, BASE)
     assert res.instant_time and _state(spark, path)["kp1-0"] == ("p1", 9, "after")
+
+
+def test_new_log_file_takes_the_next_version_when_another_writer_has_the_name(tmp_path):
+    from pyhudi.io.file_names import log_file_name
+    from pyhudi.storage import Storage
+    from pyhudi.write.append import _create_log_file
+
+    storage = Storage(str(tmp_path))
+    taken = f"p0/{log_file_name('fg', '20260101000000000', 1, '0-1-0')}"
+    storage.write_bytes(taken, b"theirs")
+
+    class Ctx:
+        instant_time = "20260101000000001"
+
+    rel = _create_log_file(storage, Ctx(), taken, b"mine", "0-1-0")  # type: ignore[arg-type]
+    assert rel.endswith(".log.2_0-1-0") and storage.read_bytes(rel) == b"mine"
+    assert storage.read_bytes(taken) == b"theirs"
+    assert list_markers(storage, Ctx.instant_time) == [(rel, "APPEND")]  # no marker names their file
+
+
+def test_a_compaction_run_by_a_live_process_is_not_run_twice(spark, tmp_path):
+    path = str(tmp_path / "t")
+    opts = {**OCC, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    _table(spark, path, opts)
+    pyhudi.write(_rows(spark, [("kp0-0", "p0", 1, "log")]), path, opts)
+    plan = pyhudi.schedule_compaction(path, opts)
+    table = pyhudi.HudiTable(path)
+    table.timeline.transition_inflight(plan, "compaction")
+    table.storage.write_bytes(heartbeat_path(plan), b"")  # another process runs it
+    with pytest.raises(pyhudi.HudiCompactionError, match="being run by another process"):
+        pyhudi.compact(spark, path, opts, instant=plan)
+    res = pyhudi.write(_rows(spark, [("kp1-0", "p1", 2, "x")]), path, {**opts, "hoodie.compact.inline": "true"})
+    assert "compactions" not in res.stats  # inline compaction leaves it to that process
+    os.utime(table.storage.full(heartbeat_path(plan)), (0, 0))  # that process died
+    assert pyhudi.compact(spark, path, opts, instant=plan) == [plan]
+    assert _state(spark, path)["kp0-0"][2] == "log"
+
+
+def test_occ_write_beside_a_compaction_planned_before_it_commits(spark, tmp_path, monkeypatch):
+    """As in Hudi: a write that started after a compaction was planned puts its log blocks in the
+    compaction's new slice, so the compaction completing meanwhile is no conflict."""
+    path = str(tmp_path / "t")
+    opts = {**OCC, "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    _table(spark, path, opts)
+    pyhudi.write(_rows(spark, [("kp0-0", "p0", 1, "log")]), path, opts)
+    plan = pyhudi.schedule_compaction(path, opts)
+    _with_other_write_before_commit(monkeypatch, lambda: pyhudi.compact(spark, path, opts, instant=plan))
+    res = pyhudi.write(_rows(spark, [("kp0-1", "p0", 2, "A")]), path, opts)
+    monkeypatch.undo()
+    table = pyhudi.HudiTable(path)
+    assert table.timeline.is_completed(plan) and table.timeline.is_completed(res.instant_time)
+    state = _state(spark, path)
+    assert state["kp0-0"][2] == "log" and state["kp0-1"][2] == "A"
+    assert {r["id"]: r["val"] for r in hudi_rs_rows(path)} == {k: v[2] for k, v in state.items()}

@@ -28,6 +28,7 @@ from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archiv
 from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record
 from pyhudi.timeline.instant import (
     CLEAN,
+    COMPACTION,
     RESTORE,
     ROLLBACK,
     SAVEPOINT,
@@ -85,21 +86,23 @@ def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
                     "instead")
 
 
-def _refuse_beside_live_writes(table: HudiTable, what: str) -> None:
-    """Undoing commits under a running write would pull the ground from under it."""
-    policy = HeartbeatPolicy.of(HudiConfig())
-    live = [i.timestamp for i in table.timeline.pending(WRITE_ACTIONS) if is_alive(table.storage, i.timestamp, policy)]
+def _refuse_beside_live_writes(table: HudiTable, what: str, cfg: HudiConfig | None) -> HeartbeatPolicy:
+    """Undoing commits under a running write or compaction would pull the ground from under it."""
+    policy = HeartbeatPolicy.of(cfg or HudiConfig())
+    live = [i.timestamp for i in table.timeline.pending((*WRITE_ACTIONS, COMPACTION))
+            if is_alive(table.storage, i.timestamp, policy)]
     if live:
         raise HudiConcurrentWriteError(f"cannot {what} while writes {', '.join(live)} are in progress on "
                                        f"{table.path}; wait for them to finish")
+    return policy
 
 
 @under_table_lock
-def rollback_commit(table: HudiTable, instant: str | None = None) -> str:
+def rollback_commit(table: HudiTable, instant: str | None = None, *, cfg: HudiConfig | None = None) -> str:
     """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
     timeline = table.timeline.reload()
-    _refuse_beside_live_writes(table, "roll back a commit")
-    rollback_failed_writes(table.storage, timeline, utc=table.config.utc_timeline)
+    policy = _refuse_beside_live_writes(table, "roll back a commit", cfg)
+    rollback_failed_writes(table.storage, timeline, utc=table.config.utc_timeline, heartbeat=policy)
     writes = timeline.completed_writes()
     if not writes:
         raise HudiInstantNotFoundError(f"{table.path} has no completed commit to roll back")
@@ -153,7 +156,7 @@ def pending_restore(table: HudiTable) -> tuple[str, str] | None:
 
 
 @under_table_lock
-def restore(table: HudiTable, savepoint: str) -> RestoreResult:
+def restore(table: HudiTable, savepoint: str, *, cfg: HudiConfig | None = None) -> RestoreResult:
     """Return the table to savepoint ``savepoint``: every data instant after it is rolled back.
 
     A restore that died midway is finished by the next call (for the same savepoint); writes are
@@ -161,7 +164,7 @@ def restore(table: HudiTable, savepoint: str) -> RestoreResult:
     """
     started = time.monotonic()
     timeline = table.timeline.reload()
-    _refuse_beside_live_writes(table, "restore")
+    _refuse_beside_live_writes(table, "restore", cfg)
     unfinished = pending_restore(table)
     if unfinished is not None and unfinished[1] != savepoint:
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it first "

@@ -13,6 +13,7 @@ import getpass
 import time
 from dataclasses import dataclass
 
+from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiInstantNotFoundError
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
@@ -54,7 +55,7 @@ def oldest_savepoint(timeline: Timeline) -> str | None:
 
 @under_table_lock
 def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str | None = None,
-                     comments: str = "") -> Savepoint:
+                     comments: str = "", cfg: HudiConfig | None = None) -> Savepoint:
     """Savepoint completed commit ``instant`` (default: the latest)."""
     timeline = table.timeline.reload()
     writes = timeline.completed_writes()
@@ -90,7 +91,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
 
 
 @under_table_lock
-def delete_savepoint(table: HudiTable, instant: str) -> None:
+def delete_savepoint(table: HudiTable, instant: str, *, cfg: HudiConfig | None = None) -> None:
     """Remove a savepoint (or what a creation that died left of one); no data file is touched."""
     timeline = table.timeline.reload()
     if not any(s.timestamp == instant for s in timeline.instants() if s.action == SAVEPOINT):

@@ -34,6 +34,7 @@ from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
 from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
@@ -52,6 +53,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
     """Execute the pending compaction plan ``instant_time`` and complete it as a commit."""
     cfg = HudiConfig.of(options)
     lock = TableLock(table.path, cfg)
+    policy = HeartbeatPolicy.of(cfg)
     with lock.held():
         timeline = table.timeline.reload()
         if timeline.is_completed(instant_time):
@@ -59,13 +61,27 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
         plan = read_plan(timeline, instant_time)
         started = time.monotonic()
         inflight = Instant(instant_time, State.INFLIGHT, COMPACTION)
-        if inflight in timeline.instant_files:  # an earlier attempt failed: remove what it wrote
+        if inflight in timeline.instant_files:
+            if is_alive(table.storage, instant_time, policy):
+                raise HudiCompactionError(f"compaction {instant_time} is being run by another process (heartbeat "
+                                          f"{heartbeat_age(table.storage, instant_time):.0f} s ago)")
+            # an earlier attempt failed: remove what it wrote
             for path, _io in list_markers(table.storage, instant_time):
                 table.storage.delete(path)
             delete_markers(table.storage, instant_time)
             log.warning("re-attempting compaction %s", instant_time)
         else:
             timeline.transition_inflight(instant_time, COMPACTION)
+        heartbeat = Heartbeat(table.storage, instant_time, policy).start()
+    try:
+        return _execute(spark, table, cfg, lock, instant_time, plan.operations, started)
+    finally:
+        heartbeat.stop()
+
+
+def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
+             operations: tuple, started: float) -> CommitMetadata:
+    timeline = table.timeline
     file_schema = table.arrow_schema()
     if file_schema is None:
         raise HudiCompactionError(f"{table.path} has no base file to take the schema from")
@@ -73,7 +89,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                                 populate_meta_fields=table.config.populate_meta_fields)
     spec = _merge_spec(table, cfg)
     visibility = table.file_system_view().visibility(before=instant_time)
-    ops = list(plan.operations)
+    ops = list(operations)
     schema_ipc = file_schema.serialize().to_pybytes()
     base_uri = table.storage.base_uri
 
@@ -90,8 +106,10 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
     with lock.held():
-        if timeline.reload().is_completed(instant_time):
-            raise HudiCompactionError(f"compaction {instant_time} was completed by another run meanwhile")
+        timeline.reload()
+        if timeline.is_completed(instant_time) or not timeline.has_state(instant_time, State.INFLIGHT, COMPACTION):
+            raise HudiCompactionError(f"compaction {instant_time} was completed or undone by another process "
+                                      "while it ran; its files are left to the cleaner")
         timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))
     delete_markers(table.storage, instant_time)
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
@@ -106,7 +124,10 @@ def inline_compaction(spark: SparkSession, table: HudiTable, cfg: HudiConfig) ->
     table.timeline.reload()
     done = []
     if inline:
+        policy = HeartbeatPolicy.of(cfg)
         for inst in pending_compactions(table.timeline):
+            if is_alive(table.storage, inst.timestamp, policy):
+                continue  # another writer runs it now
             run_compaction(spark, table, inst.timestamp, cfg.raw)
             done.append(inst.timestamp)
     if compaction_due(table.timeline, cfg):

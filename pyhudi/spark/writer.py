@@ -254,7 +254,12 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if table.table_type == P.MERGE_ON_READ and not overwrite:
         from pyhudi.spark.compaction import inline_compaction
 
-        compacted = inline_compaction(df.sparkSession, table, cfg)
+        try:
+            compacted = inline_compaction(df.sparkSession, table, cfg)
+        except Exception as exc:  # the write is committed: report, never make the caller retry it
+            log.warning("the write committed, but the inline compaction after it failed: %s", exc, exc_info=True)
+            stats["service_error"] = str(exc)
+            compacted = []
         if compacted:
             stats["compactions"] = compacted
     services_started = time.monotonic()

@@ -114,14 +114,17 @@ class HudiTable:
 
     def avro_schema(self) -> str | None:
         """The table schema as Avro JSON: latest commit's ``extraMetadata.schema`` or the create schema."""
-        for inst in reversed(self.timeline.completed_writes()):
+        for _attempt in range(3):
             try:
-                schema = self.timeline.commit_metadata(inst).schema
-            except HudiInstantNotFoundError:  # archived meanwhile by another writer, and all before it
-                break
-            if schema:
-                return schema
-        return self.config.props.get(P.CREATE_SCHEMA)
+                for inst in reversed(self.timeline.completed_writes()):
+                    schema = self.timeline.commit_metadata(inst).schema
+                    if schema:
+                        return schema
+                return self.config.props.get(P.CREATE_SCHEMA)
+            except HudiInstantNotFoundError:  # archived by another writer since the listing: list again
+                self.timeline.reload()
+        raise HudiInstantNotFoundError(f"the timeline of {self.path} kept changing while its schema was read; "
+                                       "run again")
 
     def newest_base_file(self) -> str | None:
         """Relative path of the base file written last, None for an empty table.

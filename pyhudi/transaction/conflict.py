@@ -4,7 +4,8 @@ Two writes conflict when both changed one file group and the other one completed
 started: committing both would keep only one side's version of the group (a copy-on-write
 update rewrites the whole file; a merge-on-read log block lands in a slice a compaction closed).
 New file groups never conflict. A compaction planned after the write started conflicts on the
-groups it plans, since it will not see this write's log blocks; a write that replaces file
+groups it plans, since it will not see this write's log blocks; one planned before does not (as
+in Hudi: the write's log blocks start the compaction's new slice). A write that replaces file
 groups (an overwrite) conflicts with any compaction pending on them.
 
 "Completed after this write started" is decided by the set of instants that were completed when
@@ -96,7 +97,12 @@ def find_conflicts(timeline: Timeline, start: TimelineSnapshot, instant: str, mi
     for other in timeline.completed_writes():
         if other.timestamp in start.completed or other.timestamp == instant:
             continue
-        check(other.timestamp, other.action, touched_file_groups(timeline.commit_metadata(other)), my_keys)
+        meta = timeline.commit_metadata(other)
+        if meta.operation_type == "COMPACT" and other.timestamp < instant:
+            # planned before this write started: its log blocks went to the compaction's new slice
+            candidates.append(other.timestamp)
+            continue
+        check(other.timestamp, other.action, touched_file_groups(meta), my_keys)
     replaced_keys = {key(g): g for g in replaced}
     for plan in pending_compactions(timeline):
         planned = {(op.partition_path, op.file_id) for op in read_plan(timeline, plan.timestamp).operations}

@@ -8,8 +8,8 @@ written outside the lock, so writers overlap for all but milliseconds.
 Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
 
 * ``FileSystemBasedLockProvider``: the file ``lock`` in ``hoodie.write.lock.filesystem.path``
-  (default ``.hoodie``), created exclusively. Its content names the holder (host, process, thread);
-  a lock left by a dead process on this host is broken at once, any other one after
+  (default ``.hoodie``), created exclusively, its holder's ``flock`` on it proving the holder
+  alive: a lock left by a dead pyhudi process is broken at once, one another program left after
   ``hoodie.write.lock.filesystem.expire`` minutes if that is set.
 * ``InProcessLockProvider``: a lock per table path shared by the threads of one process.
 * any Python class implementing :class:`LockProvider`, named by its dotted path.
@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import fcntl
 import functools
 import importlib
 import json
+import logging
 import os
 import socket
 import threading
@@ -38,6 +40,8 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
 from pyhudi.storage import Storage
+
+log = logging.getLogger("pyhudi")
 
 _HUDI = "org.apache.hudi.client.transaction.lock."
 FILE_SYSTEM = _HUDI + "FileSystemBasedLockProvider"
@@ -115,27 +119,15 @@ class InProcessLockProvider(LockProvider):
         self._lock.release()
 
 
-def _process_start(pid: int) -> str | None:
-    """The start time of a process in clock ticks (Linux), to tell a reused pid from its holder."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _process_alive(pid: int, start: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return start is None or _process_start(pid) in (None, start)
-
-
 class FileSystemLockProvider(LockProvider):
-    """A lock file created exclusively (Hudi's FileSystemBasedLockProvider), local paths only."""
+    """A lock file created exclusively (Hudi's FileSystemBasedLockProvider), local paths only.
+
+    The file exists exactly while the lock is held, as Hudi's provider keeps it. Its creator also
+    holds an advisory ``flock`` on it, which the kernel drops when the process dies however it
+    dies: a waiter that can take that flock on a file pyhudi wrote knows the holder is gone and
+    breaks the lock at once. A lock file another program wrote (Apache Hudi's Java writers take no
+    flock) is broken only after ``hoodie.write.lock.filesystem.expire`` minutes, if that is set.
+    """
 
     def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
         super().__init__(table_path, options)
@@ -151,97 +143,96 @@ class FileSystemLockProvider(LockProvider):
         self.path = self.storage.full(self.rel)
         self.expire_s = cfg.get(C.LOCK_FILESYSTEM_EXPIRE) * 60.0
         self._max_pause = cfg.get(C.LOCK_RETRY_WAIT_MS) / 1000.0
-        self._held: str | None = None
+        self._fd: int | None = None
 
     @property
     def key(self) -> str:
         return "file:" + self.path
 
-    def _info(self) -> str:
+    @staticmethod
+    def _info() -> bytes:
         return json.dumps({"lockCreateTime": str(int(time.time() * 1000)),
                            "lockThreadName": threading.current_thread().name, "lockStacksInfo": [],
-                           "host": socket.gethostname(), "pid": os.getpid(),
-                           "pidStart": _process_start(os.getpid())})
+                           "owner": "pyhudi", "host": socket.gethostname(), "pid": os.getpid()}).encode()
 
-    def _read(self, path: str) -> tuple[str, float] | None:
-        """(content, age in seconds) of a lock file, None when there is none."""
+    def _attempt(self) -> bool:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
         try:
-            with open(path) as f:
-                content = f.read()
-            return content, time.time() - os.stat(path).st_mtime
-        except FileNotFoundError:
-            return None
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            self._break_if_abandoned()
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a waiter probing the new, still empty file lets go at once
+        os.write(fd, self._info())
+        os.fsync(fd)
+        self._fd = fd
+        return True
 
-    def _stale(self, content: str, age: float) -> bool:
-        if self.expire_s and age > self.expire_s:
-            return True
+    def _abandoned(self, content: bytes, age: float) -> bool:
+        """Whether a lock file whose flock nobody holds has lost its holder."""
         try:
             info = json.loads(content)
         except ValueError:
-            return age > 10.0  # its holder died between creating and filling it
-        if info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
-            return False
-        return not _process_alive(info["pid"], info.get("pidStart"))
+            info = None
+        if isinstance(info, dict) and info.get("owner") == "pyhudi":
+            return True  # its holder would hold the flock while alive
+        if not content:
+            return age > 10.0  # a creator between creating and flocking it, or one that died there
+        return bool(self.expire_s) and age > self.expire_s
 
-    def _create(self, path: str, content: str) -> bool:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    def _break_if_abandoned(self) -> None:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w") as f:
-            f.write(content)
-        return True
-
-    def _break(self, stale_content: str) -> None:
-        """Delete a stale lock file, unless another waiter broke it (and maybe took it) first."""
-        breaker = self.path + ".break"
-        if not self._create(breaker, self._info()):
-            found = self._read(breaker)
-            if found is not None and self._stale(*found):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(breaker)
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
             return
         try:
-            found = self._read(self.path)
-            if found is not None and found[0] == stale_content:
-                os.unlink(self.path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # the holder is alive
+            stat = os.fstat(fd)
+            content = os.pread(fd, 65536, 0)
+            if not self._abandoned(content, time.time() - stat.st_mtime):
+                return
+            try:
+                if os.stat(self.path).st_ino != stat.st_ino:
+                    return  # broken and re-taken meanwhile: not the file judged
+            except FileNotFoundError:
+                return
+            os.unlink(self.path)
+            log.warning("broke the abandoned lock %s (%s)", self.path, content.decode(errors="replace"))
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(breaker)
-
-    def _attempt(self) -> bool:
-        info = self._info()
-        if self._create(self.path, info):
-            self._held = info
-            return True
-        found = self._read(self.path)
-        if found is not None and self._stale(*found):
-            self._break(found[0])
-            if self._create(self.path, info):
-                self._held = info
-                return True
-        return False
+            os.close(fd)
 
     def try_lock(self, timeout_s: float) -> bool:
         return _poll(self._attempt, timeout_s, self._max_pause)
 
     def unlock(self) -> None:
-        found = self._read(self.path)
-        if found is not None and found[0] == self._held:
-            os.unlink(self.path)
-        self._held = None
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if os.stat(self.path).st_ino == os.fstat(fd).st_ino:
+                os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
 
     def owner(self) -> str | None:
-        found = self._read(self.path)
-        if found is None:
+        try:
+            with open(self.path, "rb") as f:
+                content = f.read()
+            age = time.time() - os.stat(self.path).st_mtime
+        except FileNotFoundError:
             return None
         try:
-            info = json.loads(found[0])
+            info = json.loads(content)
             return (f"process {info.get('pid')} on {info.get('host')} (thread {info.get('lockThreadName')}), "
-                    f"for {found[1]:.0f} s")
+                    f"for {age:.0f} s; lock file {self.path}")
         except ValueError:
-            return f"unknown, for {found[1]:.0f} s"
+            return (f"a writer that left no details, for {age:.0f} s; lock file {self.path} (if no writer runs, "
+                    "delete it, or set hoodie.write.lock.filesystem.expire)")
 
 
 def provider_class(name: str | None, storage: Storage) -> type[LockProvider]:
@@ -268,8 +259,8 @@ def provider_class(name: str | None, storage: Storage) -> type[LockProvider]:
     return cls
 
 
-# (provider key) -> (holding thread, depth): re-entry by the holder
-_HELD: dict[str, tuple[int, int]] = {}
+# (provider key) -> (holding thread, depth, the provider that took it): re-entry by the holder
+_HELD: dict[str, tuple[int, int, LockProvider]] = {}
 _HELD_GUARD = threading.Lock()
 
 
@@ -286,7 +277,7 @@ class TableLock:
         with _HELD_GUARD:
             holder = _HELD.get(key)
             if holder is not None and holder[0] == me:
-                _HELD[key] = (me, holder[1] + 1)
+                _HELD[key] = (me, holder[1] + 1, holder[2])
                 return
         wait_s = self.cfg.get(C.LOCK_WAIT_MS) / 1000.0
         retries = self.cfg.get(C.LOCK_CLIENT_NUM_RETRIES)
@@ -294,7 +285,7 @@ class TableLock:
         for attempt in range(retries + 1):
             if self.provider.try_lock(wait_s):
                 with _HELD_GUARD:
-                    _HELD[key] = (me, 1)
+                    _HELD[key] = (me, 1, self.provider)
                 return
             if attempt < retries:
                 time.sleep(pause_s)
@@ -312,10 +303,10 @@ class TableLock:
             if holder is None or holder[0] != threading.get_ident():
                 raise HudiError(f"the lock of {self.provider.table_path} is not held by this thread")
             if holder[1] > 1:
-                _HELD[key] = (holder[0], holder[1] - 1)
+                _HELD[key] = (holder[0], holder[1] - 1, holder[2])
                 return
             del _HELD[key]
-        self.provider.unlock()
+        holder[2].unlock()
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiWriteConflictError
+from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
 from pyhudi.services.rollback import finish_pending_rollbacks, pending_rollback_targets, rollback_instant
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
@@ -35,6 +35,7 @@ from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
+from pyhudi.write.markers import list_markers
 
 log = logging.getLogger("pyhudi")
 
@@ -105,6 +106,11 @@ class WriteTransaction:
         self.table = table
         self.cfg = cfg
         self.concurrency = Concurrency.of(cfg)
+        if self.concurrency.optimistic and not table.storage.is_local and not cfg.get(C.LOCK_PROVIDER):
+            raise HudiConfigError(
+                f"optimistic concurrency control on {table.path} needs a lock all writers share: set "
+                "hoodie.write.lock.provider (the in-process lock, for writers in one process, or a Python "
+                "LockProvider of your own); the file-system lock works on local paths only")
         self.lock = TableLock(table.path, cfg)
         self.instant: str | None = None
         self.action: str | None = None
@@ -168,6 +174,7 @@ class WriteTransaction:
             reason = self._still_mine(timeline)
             if reason is not None:
                 self._stop_heartbeat()
+                self._undo_late_files(timeline)
                 raise HudiCommitError(f"write {self.instant} to {self.table.path} cannot commit: {reason}. Nothing "
                                       "of it is visible; run the write again")
             if conc.optimistic:
@@ -176,7 +183,10 @@ class WriteTransaction:
                 check = find_conflicts(timeline, self.start, self.instant, mine, replaced=replaced,
                                        by_bucket=conc.by_bucket)
                 if check.conflicts:
-                    self.abort()
+                    try:
+                        self.abort()
+                    except Exception:  # the next writer rolls it back; the conflict is what to report
+                        log.exception("could not roll back conflicting write %s", self.instant)
                     raise HudiWriteConflictError(
                         f"write {self.instant} to {self.table.path} conflicts with "
                         + "; ".join(c.describe() for c in check.conflicts)
@@ -186,6 +196,15 @@ class WriteTransaction:
             timeline.complete(self.instant, self.action, meta.to_json().encode("utf-8"))
             self.finished = True
         self._stop_heartbeat()
+
+    def _undo_late_files(self, timeline: Timeline) -> None:
+        """Files written after another writer rolled this instant back (its markers were deleted
+        with it, so any marker now names such a file): roll them back too, or an archival that
+        moves the timeline past this instant time would make them look committed."""
+        assert self.instant is not None and self.action is not None
+        if list_markers(self.table.storage, self.instant) and self.instant not in pending_rollback_targets(timeline):
+            rollback_instant(self.table.storage, timeline, Instant(self.instant, State.INFLIGHT, self.action),
+                             utc=self.table.config.utc_timeline)
 
     def abort(self) -> None:
         """Roll back the instant if it is still pending (idempotent); never raises for a missing one."""

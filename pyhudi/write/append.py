@@ -32,7 +32,7 @@ from pyhudi.io.log_format import (
 from pyhudi.storage import Storage
 from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.handles import TaskInfo, stats_row, to_storage_rows
-from pyhudi.write.markers import APPEND, create_marker
+from pyhudi.write.markers import APPEND, create_marker, delete_marker
 from pyhudi.write.plan import LogTarget, WriteBucket, WriteContext
 
 
@@ -57,7 +57,8 @@ def _create_log_file(storage: Storage, ctx: WriteContext, rel: str, payload: byt
         try:
             storage.create_new(rel, payload)
             return rel
-        except HudiFileExistsError:
+        except HudiFileExistsError:  # another writer's file: the marker must not name it
+            delete_marker(storage, ctx.instant_time, rel, APPEND)
             parsed = dataclasses.replace(parsed, version=parsed.version + 1)
             rel = relative_path(folder, log_file_name(parsed.file_id, parsed.base_instant, parsed.version,
                                                       token))

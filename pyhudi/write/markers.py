@@ -24,6 +24,11 @@ def create_marker(storage: Storage, instant: str, data_file: str, io_type: str) 
     storage.write_bytes(f"{marker_folder(instant)}/{data_file}.marker.{io_type}", b"")
 
 
+def delete_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
+    """Withdraw a marker whose file this task did not create after all (the name was taken)."""
+    storage.delete(f"{marker_folder(instant)}/{data_file}.marker.{io_type}")
+
+
 def list_markers(storage: Storage, instant: str) -> list[tuple[str, str]]:
     """(data file relative path, io type) for every marker of an instant."""
     folder = marker_folder(instant)
