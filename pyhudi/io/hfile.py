@@ -1,0 +1,438 @@
+"""HFile version 3, the base-file format of Hudi's metadata table, read and written without a JVM.
+
+An HFile is a sorted map of byte keys to byte values (HBase's storage format). Its layout:
+
+* data blocks of cells, each block ``DATABLK*`` + header + (compressed) cells + checksums;
+* the load-on-open section: the root data index (one entry per data block, or per leaf index
+  block when the index has several levels), the meta index, and the file info (``PBUF`` + a
+  length-delimited protobuf list of name/value pairs);
+* a fixed 4,096-byte trailer: ``TRABLK"$``, a length-delimited protobuf with the offsets and
+  counts, and the version (minor byte, 3-byte major) in its last 4 bytes.
+
+A block header is 33 bytes: magic (8), on-disk size without header (4), uncompressed size
+without header (4), previous block offset (8), checksum type (1), bytes per checksum (4), on-disk
+data size with header (4); all big-endian. Checksums (4 bytes per ``bytes per checksum`` chunk)
+cover header and on-disk data and follow the data. A cell is key length (4), value length (4),
+key, value, and a memstore-timestamp varint; the key is row length (2), row, family length (1),
+family, qualifier, timestamp (8), type (1). Hudi keeps its record key in the row and leaves
+family and qualifier empty, so lookups compare rows.
+
+Point and prefix lookups bisect the block index and decode only the blocks that can hold the
+key. The facts here were checked on the HFiles HBase wrote for Hudi's tests (apache/hudi-rs,
+``crates/core/tests/data/hfile``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from pyhudi.errors import HudiCorruptFileError
+
+HEADER_SIZE = 33
+TRAILER_SIZE = 4096
+DATA, LEAF_INDEX, META, INTERMEDIATE_INDEX, ROOT_INDEX, FILE_INFO, TRAILER = (
+    b"DATABLK*", b"IDXLEAF2", b"METABLKc", b"IDXINTE2", b"IDXROOT2", b"FILEINF2", b'TRABLK"$')
+CODEC_GZ, CODEC_NONE = 1, 2
+CHECKSUM_NULL, CHECKSUM_CRC32, CHECKSUM_CRC32C = 0, 1, 2
+BYTES_PER_CHECKSUM = 16384
+KEY_TYPE_PUT = 4
+#: HBase's "latest timestamp", which Hudi's cells carry
+LATEST_TIMESTAMP = (1 << 63) - 1
+PBUF = b"PBUF"
+
+
+# -- small encodings -------------------------------------------------------------------------
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A protobuf varint at ``pos``: (value, next position)."""
+    result = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _put_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _read_vlong(data: bytes, pos: int) -> tuple[int, int]:
+    """Hadoop's WritableUtils vlong (index key lengths)."""
+    first = struct.unpack_from(">b", data, pos)[0]
+    if first >= -112:
+        return first, pos + 1
+    size = (-119 - first) if first < -120 else (-111 - first)
+    value = int.from_bytes(data[pos + 1:pos + size], "big")
+    return (~value if first < -120 else value), pos + size
+
+
+def _write_vlong(value: int) -> bytes:
+    if -112 <= value <= 127:
+        return struct.pack(">b", value)
+    negative = value < 0
+    if negative:
+        value = ~value
+    body = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    marker = (-120 if negative else -112) - len(body)
+    return struct.pack(">b", marker) + body
+
+
+def _fields(data: bytes) -> dict[int, list[int | bytes]]:
+    """A protobuf message as field number -> values (varints and length-delimited bytes only)."""
+    out: dict[int, list[int | bytes]] = {}
+    pos = 0
+    while pos < len(data):
+        tag, pos = _varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+            out.setdefault(number, []).append(value)
+        elif wire == 2:
+            length, pos = _varint(data, pos)
+            out.setdefault(number, []).append(data[pos:pos + length])
+            pos += length
+        else:
+            raise HudiCorruptFileError(f"unexpected protobuf wire type {wire} in an HFile")
+    return out
+
+
+def _field_bytes(number: int, value: bytes) -> bytes:
+    return _put_varint(number << 3 | 2) + _put_varint(len(value)) + value
+
+
+def _field_varint(number: int, value: int) -> bytes:
+    return _put_varint(number << 3) + _put_varint(value)
+
+
+_CRC32C_TABLE = []
+for _n in range(256):
+    _c = _n
+    for _ in range(8):
+        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
+    _CRC32C_TABLE.append(_c)
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli), HBase's default block checksum."""
+    crc = 0xFFFFFFFF
+    table = _CRC32C_TABLE
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _checksums(kind: int, data: bytes, chunk: int) -> bytes:
+    fn = zlib.crc32 if kind == CHECKSUM_CRC32 else crc32c
+    return b"".join(struct.pack(">I", fn(data[i:i + chunk]) & 0xFFFFFFFF) for i in range(0, len(data), chunk))
+
+
+# -- keys --------------------------------------------------------------------------------------
+def cell_key(row: bytes) -> bytes:
+    """The HBase key of a cell whose row is ``row`` (empty family and qualifier, a Put)."""
+    return struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
+
+
+def key_row(key: bytes) -> bytes:
+    (length,) = struct.unpack_from(">H", key, 0)
+    return key[2:2 + length]
+
+
+# -- reading -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Trailer:
+    file_info_offset: int
+    load_on_open_offset: int
+    data_index_count: int
+    meta_index_count: int
+    entry_count: int
+    index_levels: int
+    first_data_block_offset: int
+    last_data_block_offset: int
+    comparator: str
+    codec: int
+    uncompressed_index_size: int = 0
+    total_uncompressed_bytes: int = 0
+    major_version: int = 3
+    minor_version: int = 3
+
+
+@dataclass(frozen=True)
+class _IndexEntry:
+    first_row: bytes
+    offset: int
+    size: int
+
+
+class HFileReader:
+    """An HFile held in memory: its index, file info and meta blocks, and lookups by row."""
+
+    def __init__(self, data: bytes, *, source: str = "HFile", verify: bool = False) -> None:
+        self.data = data
+        self.source = source
+        self.verify = verify
+        if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:-TRAILER_SIZE + 8] != TRAILER:
+            raise HudiCorruptFileError(f"{source} is not an HFile (no trailer)")
+        self.trailer = self._trailer()
+        if self.trailer.major_version != 3:
+            raise HudiCorruptFileError(f"{source} is HFile version {self.trailer.major_version}; only 3 is read")
+        if self.trailer.codec not in (CODEC_GZ, CODEC_NONE):
+            raise HudiCorruptFileError(f"{source} uses compression codec {self.trailer.codec}; "
+                                       "pyhudi reads GZ and uncompressed HFiles")
+        self._index: list[_IndexEntry] = []
+        self.meta_index: dict[str, _IndexEntry] = {}
+        self.file_info: dict[str, bytes] = {}
+        self._load()
+        self._rows = [e.first_row for e in self._index]
+
+    def _trailer(self) -> Trailer:
+        t = self.data[-TRAILER_SIZE:]
+        minor, major = t[-4], int.from_bytes(t[-3:], "big")
+        length, pos = _varint(t, 8)
+        f = _fields(t[pos:pos + length])
+
+        def get(n: int, default: int = 0) -> int:
+            value = f.get(n, [default])[0]
+            return value if isinstance(value, int) else default
+
+        comparator = f.get(11, [b""])[0]
+        return Trailer(get(1), get(2), get(5), get(6), get(7), get(8, 1), get(9), get(10),
+                       comparator.decode() if isinstance(comparator, bytes) else "", get(12, CODEC_NONE),
+                       get(3), get(4), major, minor)
+
+    def _block(self, offset: int) -> tuple[bytes, bytes, int]:
+        """(magic, uncompressed payload, on-disk size with header) of the block at ``offset``."""
+        d = self.data
+        if offset + HEADER_SIZE > len(d):
+            raise HudiCorruptFileError(f"{self.source}: block offset {offset} is past the end")
+        magic = d[offset:offset + 8]
+        on_disk, raw_size, _prev, kind, per_chunk, with_header = struct.unpack_from(">iiqbii", d, offset + 8)
+        end = offset + with_header
+        if self.verify and kind != CHECKSUM_NULL:
+            stored = d[end:offset + HEADER_SIZE + on_disk]
+            if _checksums(kind, d[offset:end], per_chunk) != stored:
+                raise HudiCorruptFileError(f"{self.source}: checksum mismatch in the block at offset {offset}")
+        body = d[offset + HEADER_SIZE:end]
+        if self.trailer.codec == CODEC_GZ and magic in (DATA, LEAF_INDEX, INTERMEDIATE_INDEX, ROOT_INDEX, META,
+                                                         FILE_INFO) and len(body) != raw_size:
+            try:
+                body = zlib.decompress(body, 31)
+            except zlib.error as exc:
+                raise HudiCorruptFileError(f"{self.source}: cannot decompress the block at {offset}: {exc}") from None
+        return magic, body, HEADER_SIZE + on_disk
+
+    def _root_entries(self, body: bytes, count: int, *, row_keys: bool) -> list[_IndexEntry]:
+        out, pos = [], 0
+        for _ in range(count):
+            offset, size = struct.unpack_from(">qi", body, pos)
+            length, pos = _read_vlong(body, pos + 12)
+            key = body[pos:pos + length]
+            pos += length
+            out.append(_IndexEntry(key_row(key) if row_keys else key, offset, size))
+        return out
+
+    def _nonroot_entries(self, body: bytes) -> list[_IndexEntry]:
+        (count,) = struct.unpack_from(">i", body, 0)
+        rel = struct.unpack_from(f">{count + 1}i", body, 4)
+        base = 4 + 4 * (count + 1)
+        out = []
+        for i in range(count):
+            start = base + rel[i]
+            offset, size = struct.unpack_from(">qi", body, start)
+            out.append(_IndexEntry(key_row(body[start + 12:base + rel[i + 1]]), offset, size))
+        return out
+
+    def _load(self) -> None:
+        t = self.trailer
+        magic, body, size = self._block(t.load_on_open_offset)
+        if magic != ROOT_INDEX:
+            raise HudiCorruptFileError(f"{self.source}: expected the root index, found {magic!r}")
+        entries = self._root_entries(body, t.data_index_count, row_keys=True)
+        for _ in range(t.index_levels - 1):  # leaf (and intermediate) index blocks below the root
+            lower: list[_IndexEntry] = []
+            for e in entries:
+                _m, child, _s = self._block(e.offset)
+                lower.extend(self._nonroot_entries(child))
+            entries = lower
+        self._index = entries
+        pos = t.load_on_open_offset + size
+        magic, body, size = self._block(pos)
+        if magic != ROOT_INDEX:
+            raise HudiCorruptFileError(f"{self.source}: expected the meta index, found {magic!r}")
+        self.meta_index = {e.first_row.decode(): e
+                           for e in self._root_entries(body, t.meta_index_count, row_keys=False)}
+        magic, body, _size = self._block(pos + size)
+        if magic != FILE_INFO or body[:4] != PBUF:
+            raise HudiCorruptFileError(f"{self.source}: no file info block where the trailer says")
+        length, p = _varint(body, 4)
+        for entry in _fields(body[p:p + length]).get(1, []):
+            assert isinstance(entry, bytes)
+            pair = _fields(entry)
+            name, value = pair.get(1, [b""])[0], pair.get(2, [b""])[0]
+            if isinstance(name, bytes) and isinstance(value, bytes):
+                self.file_info[name.decode()] = value
+
+    # -- access ---------------------------------------------------------------------------------
+    @property
+    def entry_count(self) -> int:
+        return self.trailer.entry_count
+
+    def meta_block(self, name: str) -> bytes | None:
+        entry = self.meta_index.get(name)
+        return None if entry is None else self._block(entry.offset)[1]
+
+    def _cells(self, block: int) -> Iterator[tuple[bytes, bytes]]:
+        """(row, value) of every cell of data block number ``block``."""
+        _m, body, _s = self._block(self._index[block].offset)
+        pos, end = 0, len(body)
+        while pos + 8 <= end:
+            klen, vlen = struct.unpack_from(">ii", body, pos)
+            key_at = pos + 8
+            (rlen,) = struct.unpack_from(">H", body, key_at)
+            value_at = key_at + klen
+            yield body[key_at + 2:key_at + 2 + rlen], body[value_at:value_at + vlen]
+            pos = value_at + vlen
+            pos = _varint(body, pos)[1]  # memstore timestamp
+
+    def items(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every (row, value), in key order."""
+        for block in range(len(self._index)):
+            yield from self._cells(block)
+
+    def _first_block(self, row: bytes) -> int:
+        """The first data block that can hold ``row`` or rows after it."""
+        # an index key may be a shortened key between two blocks' keys: the block before it holds
+        # every row below it, so start one block earlier when equal rows may span blocks
+        return max(0, bisect.bisect_left(self._rows, row) - 1)
+
+    def get(self, row: bytes) -> bytes | None:
+        """The value of the first cell with ``row`` (None when there is none)."""
+        for found in self.get_all(row):
+            return found
+        return None
+
+    def get_all(self, row: bytes) -> Iterator[bytes]:
+        for block in range(self._first_block(row), len(self._index)):
+            for key, value in self._cells(block):
+                if key == row:
+                    yield value
+                elif key > row:
+                    return
+
+    def prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Every (row, value) whose row starts with ``prefix``, in key order."""
+        for block in range(self._first_block(prefix), len(self._index)):
+            for key, value in self._cells(block):
+                if key.startswith(prefix):
+                    yield key, value
+                elif key > prefix:
+                    return
+
+
+# -- writing -----------------------------------------------------------------------------------
+@dataclass
+class _BlockWriter:
+    codec: int
+    checksum: int
+    out: bytearray = field(default_factory=bytearray)
+    prev_offset: int = -1
+    uncompressed_total: int = 0
+
+    def write(self, magic: bytes, payload: bytes, *, compress: bool = True) -> tuple[int, int]:
+        """Append a block; (its offset, its on-disk size with header)."""
+        body = payload
+        if compress and self.codec == CODEC_GZ:
+            c = zlib.compressobj(6, zlib.DEFLATED, 31)
+            body = c.compress(payload) + c.flush()
+        with_header = HEADER_SIZE + len(body)
+        chunks = -(-with_header // BYTES_PER_CHECKSUM) if self.checksum != CHECKSUM_NULL else 0
+        header = magic + struct.pack(">iiqbii", len(body) + 4 * chunks, len(payload), self.prev_offset,
+                                     self.checksum, BYTES_PER_CHECKSUM, with_header)
+        offset = len(self.out)
+        self.out += header + body
+        if chunks:
+            self.out += _checksums(self.checksum, bytes(self.out[offset:]), BYTES_PER_CHECKSUM)
+        self.prev_offset = offset
+        self.uncompressed_total += HEADER_SIZE + len(payload)
+        return offset, len(self.out) - offset
+
+
+def _root_index(entries: list[tuple[bytes, int, int]]) -> bytes:
+    return b"".join(struct.pack(">qi", offset, size) + _write_vlong(len(key)) + key for key, offset, size in entries)
+
+
+def write_hfile(cells: Iterable[tuple[bytes, bytes]], *, block_size: int = 1024 * 1024, codec: str = "GZ",
+                file_info: dict[str, bytes] | None = None, meta_blocks: dict[str, bytes] | None = None,
+                checksum: int = CHECKSUM_CRC32C) -> bytes:
+    """An HFile of ``cells`` ((row, value) pairs in ascending row order), as Hudi writes them:
+    data blocks cut at ``block_size`` uncompressed bytes, a one-level root index, the file info
+    (``hfile.LASTKEY``, average key and value lengths, key-value version, plus ``file_info``)."""
+    codec_id = {"GZ": CODEC_GZ, "GZIP": CODEC_GZ, "NONE": CODEC_NONE}.get(codec.upper())
+    if codec_id is None:
+        raise ValueError(f"HFile compression {codec!r} is not supported; use GZ or NONE")
+    w = _BlockWriter(codec_id, checksum)
+    index: list[tuple[bytes, int, int]] = []
+    block = bytearray()
+    first_key: bytes | None = None
+    last_row: bytes | None = None
+    last_key = b""
+    count = key_bytes = value_bytes = 0
+
+    def flush() -> None:
+        nonlocal block, first_key
+        if block:
+            assert first_key is not None
+            offset, size = w.write(DATA, bytes(block))
+            index.append((first_key, offset, size))
+            block, first_key = bytearray(), None
+
+    for row, value in cells:
+        if last_row is not None and row < last_row:
+            raise ValueError(f"HFile cells must come in ascending row order: {row!r} after {last_row!r}")
+        key = cell_key(row)
+        if first_key is None:
+            first_key = key
+        block += struct.pack(">ii", len(key), len(value)) + key + value + b"\x00"
+        last_row, last_key = row, key
+        count += 1
+        key_bytes += len(key)
+        value_bytes += len(value)
+        if len(block) >= block_size:
+            flush()
+    flush()
+    first_offset = index[0][1] if index else -1
+    last_offset = index[-1][1] if index else -1
+    metas = [(name.encode(), *w.write(META, payload)) for name, payload in sorted((meta_blocks or {}).items())]
+    load_on_open = len(w.out)
+    root = _root_index(index)
+    w.write(ROOT_INDEX, root)
+    w.write(ROOT_INDEX, _root_index(metas))
+    info = {"hfile.LASTKEY": last_key, "hfile.AVG_KEY_LEN": struct.pack(">i", key_bytes // count if count else 0),
+            "hfile.AVG_VALUE_LEN": struct.pack(">i", value_bytes // count if count else 0),
+            "KEY_VALUE_VERSION": struct.pack(">i", 1), "MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0)}
+    if not count:
+        del info["hfile.LASTKEY"]
+    info.update(file_info or {})
+    pairs = b"".join(_field_bytes(1, _field_bytes(1, k.encode()) + _field_bytes(2, v)) for k, v in sorted(info.items()))
+    file_info_offset, _ = w.write(FILE_INFO, PBUF + _put_varint(len(pairs)) + pairs)
+    proto = (_field_varint(1, file_info_offset) + _field_varint(2, load_on_open)
+             + _field_varint(3, len(root)) + _field_varint(4, w.uncompressed_total)
+             + _field_varint(5, len(index)) + _field_varint(6, len(metas)) + _field_varint(7, count)
+             + _field_varint(8, 1) + _field_varint(9, max(first_offset, 0)) + _field_varint(10, max(last_offset, 0))
+             + _field_bytes(11, b"org.apache.hudi.io.storage.HoodieHBaseKVComparator") + _field_varint(12, codec_id))
+    trailer = TRAILER + _put_varint(len(proto)) + proto
+    trailer += b"\x00" * (TRAILER_SIZE - 4 - len(trailer)) + bytes([3]) + (3).to_bytes(3, "big")
+    return bytes(w.out) + trailer
