@@ -61,6 +61,18 @@ def test_reads_an_empty_file_and_hudis_file_info():
     assert {"minRecordKey", "maxRecordKey", "bloomFilterTypeCode"} <= set(reader.file_info)
 
 
+def test_reads_a_metadata_table_file_hudis_own_writer_wrote():
+    """Hudi 1.x writes HFiles without HBase: no checksums, its own file info, Avro records as values."""
+    reader = _read("hudi_1_1_mdt_files-0000-0_13-170-402_20260307162449278.hfile")
+    assert [k for k, _ in reader.items()] == [b"__all_partitions__", b"region=apac", b"region=eu", b"region=us"]
+    assert reader.file_info["minRecordKey"] == b"__all_partitions__"
+    assert reader.file_info["maxRecordKey"] == b"region=us"
+    assert reader.file_info["schema"].startswith(b'{"type":"record","name":"HoodieMetadataRecord"')
+    assert reader.meta_block("bloomFilter") is not None
+    value = reader.get(b"region=apac")
+    assert value is not None and b"07838327-b037-4532-a9df-3c5b05dd823d-0_2-27-57_20260307162434124.parquet" in value
+
+
 def test_damaged_files_are_reported():
     data = bytearray((DATA / "hudi_1_0_hbase_2_4_9_16KB_NONE_5000.hfile").read_bytes())
     with pytest.raises(HudiCorruptFileError, match="not an HFile"):
