@@ -111,3 +111,13 @@ def test_written_files_read_back_to_the_same_cells(rows, values, block_size, cod
 def test_writer_refuses_unsorted_rows():
     with pytest.raises(ValueError, match="ascending"):
         write_hfile([(b"b", b""), (b"a", b"")])
+
+
+def test_blocks_are_cut_as_hudi_cuts_them():
+    """A cell that would overflow the block starts the next one, a cell larger than a block gets
+    one of its own, and cells of one row never span two blocks."""
+    cells = [(b"a", b"1" * 10), (b"b", b"2"), (b"b", b"3"), (b"c", b"4" * 100), (b"d", b"5")]
+    reader = HFileReader(write_hfile(cells, block_size=40, codec="NONE"))
+    assert reader.trailer.data_index_count == 4  # [a] [b b] [c] [d]
+    assert list(reader.get_all(b"b")) == [b"2", b"3"] and list(reader.items()) == cells
+    assert reader.file_info["hfile.LASTKEY"] == b"\x00\x01d"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import struct
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -226,8 +227,7 @@ class HFileReader:
             if _checksums(kind, d[offset:end], per_chunk) != stored:
                 raise HudiCorruptFileError(f"{self.source}: checksum mismatch in the block at offset {offset}")
         body = d[offset + HEADER_SIZE:end]
-        if self.trailer.codec == CODEC_GZ and magic in (DATA, LEAF_INDEX, INTERMEDIATE_INDEX, ROOT_INDEX, META,
-                                                         FILE_INFO) and len(body) != raw_size:
+        if self.trailer.codec == CODEC_GZ:  # every block but the trailer is compressed
             try:
                 body = zlib.decompress(body, 31)
             except zlib.error as exc:
@@ -378,8 +378,12 @@ def write_hfile(cells: Iterable[tuple[bytes, bytes]], *, block_size: int = 1024 
                 file_info: dict[str, bytes] | None = None, meta_blocks: dict[str, bytes] | None = None,
                 checksum: int = CHECKSUM_CRC32C) -> bytes:
     """An HFile of ``cells`` ((row, value) pairs in ascending row order), as Hudi writes them:
-    data blocks cut at ``block_size`` uncompressed bytes, a one-level root index, the file info
-    (``hfile.LASTKEY``, average key and value lengths, key-value version, plus ``file_info``)."""
+    data blocks of at most ``block_size`` uncompressed bytes (a larger cell gets a block of its
+    own; cells of one row never span blocks), a one-level root index keyed by each block's first
+    key, meta blocks, and the file info Hudi's writer puts (``hfile.LASTKEY`` as row length and
+    row, average row and value lengths, creation time, key-value version, plus ``file_info``).
+    Checksums are CRC32C as HBase writes them (Hudi 0.14); Hudi 1.x's own writer leaves them
+    zero, which readers accept as well."""
     codec_id = {"GZ": CODEC_GZ, "GZIP": CODEC_GZ, "NONE": CODEC_NONE}.get(codec.upper())
     if codec_id is None:
         raise ValueError(f"HFile compression {codec!r} is not supported; use GZ or NONE")
@@ -403,15 +407,16 @@ def write_hfile(cells: Iterable[tuple[bytes, bytes]], *, block_size: int = 1024 
         if last_row is not None and row < last_row:
             raise ValueError(f"HFile cells must come in ascending row order: {row!r} after {last_row!r}")
         key = cell_key(row)
+        cell = struct.pack(">ii", len(key), len(value)) + key + value + b"\x00"
+        if block and row != last_row and len(block) + len(cell) > block_size:
+            flush()  # cut before a cell that would overflow the block; equal rows stay in one block
         if first_key is None:
             first_key = key
-        block += struct.pack(">ii", len(key), len(value)) + key + value + b"\x00"
+        block += cell
         last_row, last_key = row, key
         count += 1
-        key_bytes += len(key)
+        key_bytes += len(row)
         value_bytes += len(value)
-        if len(block) >= block_size:
-            flush()
     flush()
     first_offset = index[0][1] if index else -1
     last_offset = index[-1][1] if index else -1
@@ -420,18 +425,18 @@ def write_hfile(cells: Iterable[tuple[bytes, bytes]], *, block_size: int = 1024 
     root = _root_index(index)
     w.write(ROOT_INDEX, root)
     w.write(ROOT_INDEX, _root_index(metas))
-    info = {"hfile.LASTKEY": last_key, "hfile.AVG_KEY_LEN": struct.pack(">i", key_bytes // count if count else 0),
+    info = {"hfile.LASTKEY": last_key[:2 + len(last_row or b"")],
+            "hfile.CREATE_TIME_TS": struct.pack(">q", int(time.time() * 1000)),
+            "hfile.AVG_KEY_LEN": struct.pack(">i", key_bytes // count if count else 0),
             "hfile.AVG_VALUE_LEN": struct.pack(">i", value_bytes // count if count else 0),
             "KEY_VALUE_VERSION": struct.pack(">i", 1), "MAX_MEMSTORE_TS_KEY": struct.pack(">q", 0)}
-    if not count:
-        del info["hfile.LASTKEY"]
     info.update(file_info or {})
     pairs = b"".join(_field_bytes(1, _field_bytes(1, k.encode()) + _field_bytes(2, v)) for k, v in sorted(info.items()))
     file_info_offset, _ = w.write(FILE_INFO, PBUF + _put_varint(len(pairs)) + pairs)
     proto = (_field_varint(1, file_info_offset) + _field_varint(2, load_on_open)
              + _field_varint(3, len(root)) + _field_varint(4, w.uncompressed_total)
              + _field_varint(5, len(index)) + _field_varint(6, len(metas)) + _field_varint(7, count)
-             + _field_varint(8, 1) + _field_varint(9, max(first_offset, 0)) + _field_varint(10, max(last_offset, 0))
+             + _field_varint(8, 1) + _field_varint(9, first_offset % (1 << 64)) + _field_varint(10, max(last_offset, 0))
              + _field_bytes(11, b"org.apache.hudi.io.storage.HoodieHBaseKVComparator") + _field_varint(12, codec_id))
     trailer = TRAILER + _put_varint(len(proto)) + proto
     trailer += b"\x00" * (TRAILER_SIZE - 4 - len(trailer)) + bytes([3]) + (3).to_bytes(3, "big")
