@@ -1,0 +1,1 @@
+"""Hudi's metadata table (``.hoodie/metadata``): what it records, read without listing storage."""

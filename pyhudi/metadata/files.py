@@ -1,0 +1,150 @@
+"""The ``files`` partition of a metadata table: every partition of the data table and its files.
+
+The metadata table (MDT) is a merge-on-read Hudi table under ``.hoodie/metadata`` whose base files
+are HFiles and whose log files hold HFile data blocks. In its ``files`` partition each cell's row
+is a record key and its value a ``HoodieMetadataRecord`` in Avro binary, its ``key`` field left
+empty (the row holds it):
+
+* ``__all_partitions__`` (type 1): the data table's partitions, as the keys of
+  ``filesystemMetadata``;
+* a partition path (type 2; ``.`` for a non-partitioned table): its files, ``filesystemMetadata``
+  mapping a file name to ``{size, isDeleted}``.
+
+Records of one key merge in instant order as ``HoodieMetadataPayload`` merges them: a deleted
+file leaves the listing, a file seen again keeps the larger size (log files grow by appends).
+
+The slice read is the latest base file of a completed MDT instant plus the log blocks written by
+later MDT instants that completed; blocks of MDT instants whose data-table instant has not
+completed (a write that failed after updating the MDT) are skipped as Hudi's reader skips them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from pyhudi.errors import HudiCorruptFileError
+from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.hfile import HFileReader
+from pyhudi.io.log_format import BlockType, read_blocks
+from pyhudi.storage import Storage
+
+METADATA_FOLDER = ".hoodie/metadata"
+FILES_PARTITION = "files"
+ALL_PARTITIONS_KEY = "__all_partitions__"
+NON_PARTITIONED_KEY = "."
+TYPE_PARTITION_LIST = 1
+TYPE_FILE_LIST = 2
+#: instant times the MDT gives its partitions' initialization (below any real instant)
+INIT_INSTANT_PREFIX = "00000000000000"
+
+
+@lru_cache(maxsize=8)
+def _parsed_schema(schema_json: str) -> Any:
+    import fastavro
+
+    return fastavro.parse_schema(json.loads(schema_json))
+
+
+def decode_records(reader: HFileReader, schema_json: str | None) -> Iterator[tuple[str, dict]]:
+    """(record key, HoodieMetadataRecord) of every cell of an MDT HFile."""
+    import fastavro
+
+    schema_text = schema_json or reader.file_info.get("schema", b"").decode()
+    if not schema_text:
+        raise HudiCorruptFileError(f"{reader.source} has no Avro schema to decode its records with")
+    schema = _parsed_schema(schema_text)
+    for row, value in reader.items():
+        record: dict = fastavro.schemaless_reader(io.BytesIO(value), schema)  # type: ignore[assignment]
+        key = row.decode()
+        record["key"] = key
+        yield key, record
+
+
+@dataclass
+class FileListing:
+    """Partitions and their files (name -> size) as the ``files`` partition records them."""
+
+    partitions: set[str] = field(default_factory=set)
+    files: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def apply(self, key: str, record: dict) -> None:
+        entries = record.get("filesystemMetadata") or {}
+        kind = record.get("type")
+        if kind == TYPE_PARTITION_LIST:
+            for name, info in entries.items():
+                (self.partitions.discard if info.get("isDeleted") else self.partitions.add)(name)
+            return
+        if kind != TYPE_FILE_LIST:
+            return
+        partition = "" if key == NON_PARTITIONED_KEY else key
+        files = self.files.setdefault(partition, {})
+        for name, info in entries.items():
+            if info.get("isDeleted"):
+                files.pop(name, None)
+            else:
+                files[name] = max(int(info.get("size") or 0), files.get(name, 0))
+
+    def partition_files(self, partition: str) -> dict[str, int]:
+        return dict(self.files.get(partition, {}))
+
+
+def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | None],
+                         data_completed: set[str] | None = None) -> FileListing:
+    """The listing the ``files`` partition holds, from its latest completed base file and logs.
+
+    ``mdt_completed``: completed instants of the MDT's timeline, each with its completion time
+    (table version 8 and later; None in version 6). ``data_completed``: completed instants of the
+    data table; MDT records of other instants (except the MDT's own initialization instants) are
+    ignored.
+
+    Which log blocks follow the base file depends on the table version: in version 6 a log file
+    names the base instant of its slice; from version 8 a log file belongs to the newest slice
+    whose (compaction) instant is older than its delta commit's completion.
+    """
+    folder = f"{METADATA_FOLDER}/{FILES_PARTITION}"
+    bases, logs = [], []
+    for info in storage.list_files(folder):
+        if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
+            if parsed.instant_time in mdt_completed:
+                bases.append((parsed.instant_time, info.name))
+        elif parse_log_file(info.name) is not None:
+            logs.append(info.name)
+    listing = FileListing()
+    base_instant = ""
+    if bases:
+        base_instant, name = max(bases)
+        reader = HFileReader(storage.read_bytes(posixpath.join(folder, name)), source=name)
+        for key, record in decode_records(reader, None):
+            listing.apply(key, record)
+
+    def visible(instant: str) -> bool:
+        if instant not in mdt_completed:
+            return False
+        completed_at = mdt_completed[instant]
+        if completed_at is not None and completed_at <= base_instant:
+            return False  # completed before the compaction that made the base file was planned
+        if completed_at is None and instant <= base_instant and base_instant:
+            return False
+        return data_completed is None or instant.startswith(INIT_INSTANT_PREFIX) or instant in data_completed
+
+    blocks = []
+    by_completion = any(done is not None for done in mdt_completed.values())
+    for name in logs:
+        log_name = parse_log_file(name)
+        assert log_name is not None
+        if not by_completion and base_instant and log_name.base_instant != base_instant:
+            continue  # a log file of an older slice, compacted into the base file
+        for block in read_blocks(storage.read_bytes(posixpath.join(folder, name)), source=name):
+            instant = block.instant_time or ""
+            if block.block_type == BlockType.HFILE_DATA_BLOCK and visible(instant):
+                blocks.append((instant, name, block))
+    for _instant, name, block in sorted(blocks, key=lambda b: (b[0], b[1])):
+        for key, record in decode_records(HFileReader(block.content, source=name), block.schema):
+            listing.apply(key, record)
+    return listing
