@@ -106,7 +106,7 @@ def test_lock_of_a_killed_process_is_broken(tmp_path):
     proc.wait()
     started = time.monotonic()
     with TableLock(str(tmp_path), HudiConfig(FAST_LOCK)).held():
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 3.0  # the first attempt breaks it; no waiting for an expiry
 
 
 def test_lock_held_from_another_host_expires_only_with_the_expiry_option(tmp_path):
@@ -140,13 +140,13 @@ def test_lock_providers_by_hudi_class_name_and_custom(tmp_path):
 def test_heartbeat_beats_until_stopped_then_expires(tmp_path):
     from pyhudi.storage import Storage
 
-    storage, policy = Storage(str(tmp_path)), HeartbeatPolicy(interval_ms=100, tolerable_misses=2)
+    storage, policy = Storage(str(tmp_path)), HeartbeatPolicy(interval_ms=200, tolerable_misses=3)
     beat = Heartbeat(storage, "20260101000000000", policy).start()
     assert (tmp_path / heartbeat_path("20260101000000000")).exists()
-    time.sleep(0.5)
-    assert heartbeat_age(storage, "20260101000000000") < 0.2 and is_alive(storage, "20260101000000000", policy)
+    time.sleep(1.0)  # several beats later the file is still fresh
+    assert heartbeat_age(storage, "20260101000000000") < 0.5 and is_alive(storage, "20260101000000000", policy)
     beat.stop(delete=False)  # a dead writer's file stays, and ages
-    time.sleep(0.3)
+    time.sleep(0.8)
     assert not is_alive(storage, "20260101000000000", policy)
     assert not is_alive(storage, "20260101000000001", policy)  # no heartbeat at all: failed
 
@@ -396,7 +396,7 @@ def test_writer_processes_never_lose_a_committed_write(spark, tmp_path, options,
 
 def test_killed_writer_is_rolled_back_once_its_heartbeat_expires(spark, tmp_path):
     path = str(tmp_path / "t")
-    lazy = {**OCC, "hoodie.client.heartbeat.interval_in_ms": "1000", "hoodie.client.heartbeat.tolerable.misses": "3"}
+    lazy = {**OCC, "hoodie.client.heartbeat.interval_in_ms": "2000", "hoodie.client.heartbeat.tolerable.misses": "4"}
     _table(spark, path, lazy)
     before = _state(spark, path)
     proc = subprocess.Popen([sys.executable, WRITER, "hang", path, json.dumps(lazy)],
@@ -404,7 +404,7 @@ def test_killed_writer_is_rolled_back_once_its_heartbeat_expires(spark, tmp_path
     instant = proc.stdout.readline().strip()
     assert instant, "the writer did not reach its commit"
     table = pyhudi.HudiTable(path)
-    assert heartbeat_age(table.storage, instant) < 3
+    assert heartbeat_age(table.storage, instant) < 8
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed_at = time.time()
@@ -412,8 +412,9 @@ def test_killed_writer_is_rolled_back_once_its_heartbeat_expires(spark, tmp_path
     pyhudi.clean(path, lazy)
     pyhudi.write(_rows(spark, [("kp1-0", "p1", 1, "other")]), path, lazy)
     assert [i.timestamp for i in pyhudi.HudiTable(path).timeline.pending()] == [instant]
-    assert time.time() - killed_at < 3, "the test was too slow to check the window before expiry"
-    time.sleep(max(0.0, killed_at + 3.5 - time.time()))
+    # its last beat was at most 2 s before the kill: it expires 6-8 s after the kill
+    assert time.time() - killed_at < 6, "the test was too slow to check the window before expiry"
+    time.sleep(max(0.0, killed_at + 8.5 - time.time()))
     pyhudi.clean(path, lazy)
     table = pyhudi.HudiTable(path)
     assert table.timeline.pending() == []
