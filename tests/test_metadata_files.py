@@ -48,3 +48,46 @@ def test_records_of_a_data_instant_that_did_not_complete_are_ignored(v9_table):
     written = {f for files in _listing(v9_table).files.values() for f in files if latest in f}
     assert written, "the latest commit wrote files"
     assert not {f for files in listing.files.values() for f in files} & written
+
+
+def test_records_encode_as_hudi_encodes_them(v9_table):
+    """Decoding the cells Hudi wrote and encoding the records again gives Hudi's bytes."""
+    from pyhudi.io.hfile import HFileReader
+    from pyhudi.metadata.files import decode_records, encode_records
+
+    base = next((v9_table / ".hoodie" / "metadata" / "files").glob("*.hfile"))
+    reader = HFileReader(base.read_bytes())
+    schema = reader.file_info["schema"].decode()
+    assert encode_records(decode_records(reader, None), schema) == list(reader.items())
+
+
+def test_a_log_block_pyhudi_writes_is_merged_after_hudis(v9_table, tmp_path):
+    """An HFile log block of one more delta commit: a file deleted, a file added, a partition
+    added; read back together with everything Apache Hudi wrote."""
+    import shutil
+
+    from pyhudi.io.hfile import HFileReader
+    from pyhudi.io.log_format import hfile_data_block
+    from pyhudi.metadata.files import encode_records, files_record, partitions_record
+
+    table_dir = tmp_path / "t"
+    shutil.copytree(v9_table, table_dir)
+    files_dir = table_dir / ".hoodie" / "metadata" / "files"
+    schema = HFileReader(next(files_dir.glob("*.hfile")).read_bytes()).file_info["schema"].decode()
+    before = _listing(table_dir)
+    gone = sorted(before.partition_files("region=eu"))[0]
+    instant = "20300101000000000"
+    records = [partitions_record(["region=mars"]), files_record("region=eu", {"new-0_0-1-1_x.parquet": 123}, [gone]),
+               files_record("region=mars", {"red-0_0-1-1_x.parquet": 7})]
+    (files_dir / f".files-0000-0_{instant}.log.1_0-0-0").write_bytes(
+        hfile_data_block(encode_records(records, schema), schema, instant))
+    table, mdt = HudiTable(str(table_dir)), HudiTable(str(table_dir / ".hoodie" / "metadata"))
+    completed = {i.timestamp: i.completion_time for i in mdt.timeline.completed()}
+    listing = read_files_partition(table.storage, mdt_completed={**completed, instant: "20300101000000001"})
+    assert listing.partitions == before.partitions | {"region=mars"}
+    eu = before.partition_files("region=eu")
+    del eu[gone]
+    assert listing.partition_files("region=eu") == {**eu, "new-0_0-1-1_x.parquet": 123}
+    assert listing.partition_files("region=mars") == {"red-0_0-1-1_x.parquet": 7}
+    # not completed on the MDT timeline: not read
+    assert _listing(table_dir).files == before.files

@@ -61,7 +61,8 @@ from pyhudi.storage.fs import Storage
 
 __all__ = [
     "BlockType", "HeaderKey", "ROLLBACK_COMMAND", "MAGIC", "LogBlock", "read_blocks", "read_log_file",
-    "encode_block", "has_valid_tail", "avro_data_block", "parquet_data_block", "data_block_records",
+    "encode_block", "has_valid_tail", "avro_data_block", "parquet_data_block", "hfile_data_block",
+    "data_block_records",
     "avro_to_arrow_schema", "delete_block", "delete_block_records", "rollback_block",
 ]
 
@@ -325,6 +326,18 @@ def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, c
         writer.add_key_value_metadata({AVRO_SCHEMA_KEY: avro_schema, "writer.model.name": "avro"})
     header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
     return encode_block(BlockType.PARQUET_DATA_BLOCK, header, sink.getvalue().to_pybytes())
+
+
+def hfile_data_block(cells: list[tuple[bytes, bytes]], avro_schema: str, instant_time: str, *,
+                     block_size: int = 1024 * 1024, codec: str = "GZ") -> bytes:
+    """An HFILE_DATA_BLOCK, the metadata table's log block: an HFile of ``cells`` (record key,
+    Avro binary of the record), sorted by key, its file info naming the schema as Hudi's does."""
+    from pyhudi.io.hfile import write_hfile
+
+    content = write_hfile(sorted(cells), block_size=block_size, codec=codec,
+                          file_info={"schema": avro_schema.encode("utf-8")})
+    header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
+    return encode_block(BlockType.HFILE_DATA_BLOCK, header, content)
 
 
 def _where(block: LogBlock) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -64,6 +64,36 @@ def decode_records(reader: HFileReader, schema_json: str | None) -> Iterator[tup
         key = row.decode()
         record["key"] = key
         yield key, record
+
+
+def partitions_record(added: Iterable[str], deleted: Iterable[str] = ()) -> tuple[str, dict]:
+    """The ``__all_partitions__`` record of partitions created (or dropped) by one action."""
+    entries = {name: {"size": 0, "isDeleted": False} for name in added}
+    entries.update({name: {"size": 0, "isDeleted": True} for name in deleted})
+    return ALL_PARTITIONS_KEY, {"key": ALL_PARTITIONS_KEY, "type": TYPE_PARTITION_LIST,
+                                "filesystemMetadata": entries}
+
+
+def files_record(partition: str, added: Mapping[str, int], deleted: Iterable[str] = ()) -> tuple[str, dict]:
+    """The record of one partition's files written (name -> size) and deleted by one action."""
+    key = partition or NON_PARTITIONED_KEY
+    entries = {name: {"size": int(size), "isDeleted": False} for name, size in added.items()}
+    entries.update({name: {"size": 0, "isDeleted": True} for name in deleted})
+    return key, {"key": key, "type": TYPE_FILE_LIST, "filesystemMetadata": entries}
+
+
+def encode_records(records: Iterable[tuple[str, dict]], schema_json: str) -> list[tuple[bytes, bytes]]:
+    """HFile cells of records: the key as row, the Avro binary with ``key`` left empty as value
+    (as Hudi writes them), sorted by key."""
+    import fastavro
+
+    schema = _parsed_schema(schema_json)
+    cells = []
+    for key, record in records:
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, schema, {**record, "key": ""})
+        cells.append((key.encode("utf-8"), buf.getvalue()))
+    return sorted(cells)
 
 
 @dataclass
