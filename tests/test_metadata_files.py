@@ -91,3 +91,61 @@ def test_a_log_block_pyhudi_writes_is_merged_after_hudis(v9_table, tmp_path):
     assert listing.partition_files("region=mars") == {"red-0_0-1-1_x.parquet": 7}
     # not completed on the MDT timeline: not read
     assert _listing(table_dir).files == before.files
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_converted_actions_add_up_to_the_storage_listing(spark, tmp_path, monkeypatch, table_type):
+    """Folding every completed action of a pyhudi table into files-partition records, as the
+    metadata writer will, lists exactly the files in storage: writes, updates, deletes,
+    cleans, a compaction and the rollback of a failed write."""
+    import pyhudi
+    from pyhudi.metadata.convert import clean_records, commit_records, rollback_records
+    from pyhudi.metadata.files import FileListing
+    from pyhudi.timeline.avro_records import read_record
+
+    path = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "m", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.table.type": table_type, "hoodie.clean.commits.retained": "1",
+            "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
+    schema = "id string, p string, ts long"
+    pyhudi.write(spark.createDataFrame([(f"k{i}", f"p{i % 3}", 0) for i in range(30)], schema), path,
+                 {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
+    for n in range(1, 4):
+        pyhudi.write(spark.createDataFrame([(f"k{i}", f"p{i % 3}", n) for i in range(n, 30, 4)], schema), path, opts)
+    pyhudi.write(spark.createDataFrame([("k1", "p1", 9)], schema), path,
+                 {**opts, "hoodie.datasource.write.operation": "delete"})
+    from pyhudi.spark import pipeline
+
+    real_run = pipeline.Pipeline.run
+
+    def fail(self, *args, commit, **kwargs):
+        def boom(meta):
+            raise RuntimeError("killed before the commit")
+
+        return real_run(self, *args, commit=boom, **kwargs)
+
+    monkeypatch.setattr(pipeline.Pipeline, "run", fail)
+    with pytest.raises(pyhudi.HudiCommitError):
+        pyhudi.write(spark.createDataFrame([("k2", "p2", 10), ("new", "p3", 10)], schema), path, opts)
+    monkeypatch.undo()
+    table = HudiTable(path)
+    listing = FileListing()
+    for inst in table.timeline.completed():
+        if inst.action in ("commit", "deltacommit", "replacecommit"):
+            records = commit_records(table.timeline.commit_metadata(inst))
+        elif inst.action == "clean":
+            records = clean_records(read_record(table.timeline.read_bytes(inst)))
+        elif inst.action == "rollback":
+            records = rollback_records(read_record(table.timeline.read_bytes(inst)))
+        else:
+            continue
+        for key, record in records:
+            listing.apply(key, record)
+    assert [i.action for i in table.timeline.completed() if i.action in ("clean", "rollback")]
+    storage = {}
+    for rel, info in table.storage.walk_files(""):
+        if not rel.startswith(".hoodie/") and info.name != ".hoodie_partition_metadata":
+            storage.setdefault(rel.rsplit("/", 1)[0], {})[info.name] = info.size
+    assert {p: f for p, f in listing.files.items() if f} == storage
+    assert listing.partitions >= set(storage)

@@ -1,0 +1,55 @@
+"""Data-table actions as ``files``-partition records, the way Hudi's metadata writer turns them.
+
+Every completed action is applied to the metadata table as one delta commit of these records:
+
+* a commit, delta commit or replace commit: ``__all_partitions__`` with every partition it wrote
+  to, and per partition its files with their sizes after the write (a log file appended to twice
+  in one commit keeps the larger size). Replaced file groups stay listed: their files remain
+  until the cleaner deletes them;
+* a clean: per partition, the files it deleted (``isDeleted``);
+* a rollback (and each rollback inside a restore): per partition, the files it deleted, and the
+  log files it appended rollback blocks to, with their sizes.
+
+A non-partitioned table's files are recorded under ``.``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+from pyhudi.metadata.files import files_record, partitions_record
+from pyhudi.timeline.metadata import CommitMetadata
+
+Record = tuple[str, dict]
+
+
+def commit_records(meta: CommitMetadata) -> list[Record]:
+    """The records of a completed commit, delta commit or replace commit."""
+    records = [partitions_record(sorted(p or "." for p in meta.partition_to_write_stats))]
+    for partition, stats in sorted(meta.partition_to_write_stats.items()):
+        sizes: dict[str, int] = {}
+        for stat in stats:
+            if not stat.path:
+                continue
+            name = posixpath.basename(stat.path)
+            sizes[name] = max(sizes.get(name, 0), int(stat.fileSizeInBytes or 0))
+        records.append(files_record(partition, sizes))
+    return records
+
+
+def clean_records(clean_metadata: Mapping[str, Any]) -> list[Record]:
+    """The records of a completed clean (``HoodieCleanMetadata``)."""
+    return [files_record(partition, {}, [posixpath.basename(f) for f in meta.get("successDeleteFiles") or []])
+            for partition, meta in sorted((clean_metadata.get("partitionMetadata") or {}).items())]
+
+
+def rollback_records(rollback_metadata: Mapping[str, Any]) -> list[Record]:
+    """The records of a completed rollback (``HoodieRollbackMetadata``)."""
+    records = []
+    for partition, meta in sorted((rollback_metadata.get("partitionMetadata") or {}).items()):
+        appended = {posixpath.basename(f): int(size) for f, size in (meta.get("rollbackLogFiles") or {}).items()}
+        deleted = [posixpath.basename(f) for f in meta.get("successDeleteFiles") or []]
+        records.append(files_record(partition, appended, deleted))
+    return records
