@@ -40,9 +40,13 @@ def commit_records(meta: CommitMetadata) -> list[Record]:
 
 
 def clean_records(clean_metadata: Mapping[str, Any]) -> list[Record]:
-    """The records of a completed clean (``HoodieCleanMetadata``)."""
-    return [files_record(partition, {}, [posixpath.basename(f) for f in meta.get("successDeleteFiles") or []])
-            for partition, meta in sorted((clean_metadata.get("partitionMetadata") or {}).items())]
+    """The records of a completed clean (``HoodieCleanMetadata``): as in Hudi, every file it set
+    out to delete (``deletePathPatterns``) leaves the listing."""
+    records = []
+    for partition, meta in sorted((clean_metadata.get("partitionMetadata") or {}).items()):
+        planned = meta.get("deletePathPatterns") or meta.get("successDeleteFiles") or []
+        records.append(files_record(partition, {}, [posixpath.basename(f) for f in planned]))
+    return records
 
 
 def rollback_records(rollback_metadata: Mapping[str, Any]) -> list[Record]:
