@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                            ("commit", "per-file write statistics of one instant"),
                            ("file-groups", "file groups and their latest base files"),
                            ("timeline", "every instant file with its action and state"),
-                           ("properties", "hoodie.properties")):
+                           ("properties", "hoodie.properties"),
+                           ("metadata", "the metadata table: partitions, file groups, timeline, agreement")):
         p = what.add_parser(name, help=helptext)
         p.add_argument("--path", required=True, help="table base path")
         if name == "commit":
@@ -197,10 +198,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name != "schedule":
             p.add_argument("--instant", default=None)
         _option_arg(p, example="hoodie.compaction.target.io=1024")
+    metadata = sub.add_parser("metadata", help="the metadata table")
+    mwhat = metadata.add_subparsers(dest="what", required=True)
+    p = mwhat.add_parser("validate", help="compare the files partition with a storage listing; exit 1 on a difference")
+    p.add_argument("--path", required=True, help="table base path")
     services(sub)
     args = parser.parse_args(argv)
     try:
         table = HudiTable(args.path)
+        if args.command == "metadata":
+            from pyhudi.cli_metadata import validate, validate_text
+
+            result = validate(table)
+            print(validate_text(result))
+            return 0 if result.agrees else 1
         if args.command == "compaction":
             print(compaction_command(table, args))
         elif args.command in ("clean", "archive", "savepoint", "restore", "rollback"):
@@ -211,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(show_commit(table, args.instant))
         elif args.what == "file-groups":
             print(show_file_groups(table, args.partition))
+        elif args.what == "metadata":
+            from pyhudi.cli_metadata import show_metadata
+
+            print(show_metadata(table))
         elif args.what == "timeline":
             from pyhudi.cli_timeline import show_timeline
 

@@ -149,3 +149,28 @@ def test_converted_actions_add_up_to_the_storage_listing(spark, tmp_path, monkey
             storage.setdefault(rel.rsplit("/", 1)[0], {})[info.name] = info.size
     assert {p: f for p, f in listing.files.items() if f} == storage
     assert listing.partitions >= set(storage)
+
+
+def test_cli_shows_and_validates_the_metadata_table(v9_table, tmp_path, capsys):
+    import shutil
+
+    from pyhudi.cli import main
+
+    assert main(["metadata", "validate", "--path", str(v9_table)]) == 0
+    assert "metadata table agrees with storage: 3 partitions, 17 files" in capsys.readouterr().out
+    assert main(["show", "metadata", "--path", str(v9_table)]) == 0
+    out = capsys.readouterr().out
+    assert "19 completed instants (18 delta commits, 1 compactions)" in out
+    assert "| files " in out and "| record_index " in out and "usable" in out
+    table_dir = tmp_path / "t"
+    shutil.copytree(v9_table, table_dir)
+    gone = sorted((table_dir / "region=eu").glob("*.parquet"))[0]
+    gone.unlink()
+    (table_dir / "region=us" / "stray.parquet").write_bytes(b"x")
+    assert main(["metadata", "validate", "--path", str(table_dir)]) == 1
+    out = capsys.readouterr().out
+    assert f"only in the metadata table: region=eu/{gone.name}" in out
+    assert "only in storage:            region=us/stray.parquet" in out
+    shutil.rmtree(table_dir / ".hoodie" / "metadata")
+    assert main(["metadata", "validate", "--path", str(table_dir)]) == 2
+    assert "has no metadata table" in capsys.readouterr().err

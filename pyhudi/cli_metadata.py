@@ -1,0 +1,114 @@
+"""``pyhudi show metadata`` and ``pyhudi metadata validate``: the metadata table against storage.
+
+The ``files`` partition of a table's metadata table must list exactly the data files a storage
+listing finds (files of writes still in progress aside). ``validate`` compares the two and
+reports every file missing on either side or recorded with another size.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from pyhudi.errors import HudiTableNotFoundError
+from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.metadata.files import METADATA_FOLDER, FileListing, read_files_partition
+from pyhudi.table.table import HudiTable
+from pyhudi.write.markers import list_markers
+
+PARTITION_METADATA = ".hoodie_partition_metadata"
+
+
+@dataclass
+class Validation:
+    """The metadata table's file listing compared with storage."""
+
+    listing: FileListing
+    storage: dict[str, dict[str, int]]
+    only_in_metadata: list[str] = field(default_factory=list)
+    only_in_storage: list[str] = field(default_factory=list)
+    size_differs: list[tuple[str, int, int]] = field(default_factory=list)
+
+    @property
+    def agrees(self) -> bool:
+        return not (self.only_in_metadata or self.only_in_storage or self.size_differs)
+
+
+def metadata_table(table: HudiTable) -> HudiTable:
+    try:
+        return HudiTable(table.storage.uri(METADATA_FOLDER))
+    except HudiTableNotFoundError:
+        raise HudiTableNotFoundError(f"{table.path} has no metadata table ({METADATA_FOLDER})") from None
+
+
+def _in_progress(table: HudiTable) -> set[str]:
+    """Data files of writes that have not completed (the metadata table does not list them yet)."""
+    pending = {i.timestamp for i in table.timeline.pending()}
+    files = {rel for instant in pending for rel, _io in list_markers(table.storage, instant)}
+    for rel, info in table.storage.walk_files(""):
+        base = parse_base_file(info.name)
+        log = parse_log_file(info.name)
+        if (base is not None and base.instant_time in pending) or (log is not None and log.base_instant in pending):
+            files.add(rel)
+    return files
+
+
+def validate(table: HudiTable) -> Validation:
+    mdt = metadata_table(table)
+    listing = read_files_partition(
+        table.storage, mdt_completed={i.timestamp: i.completion_time for i in mdt.timeline.completed()},
+        data_completed={i.timestamp for i in table.timeline.completed()})
+    skip = _in_progress(table)
+    storage: dict[str, dict[str, int]] = {}
+    for rel, info in table.storage.walk_files(""):
+        if rel.startswith(".hoodie/") or info.name == PARTITION_METADATA or rel in skip:
+            continue
+        partition = posixpath.dirname(rel)
+        storage.setdefault(partition, {})[info.name] = info.size
+    result = Validation(listing, storage)
+    for partition in sorted(set(storage) | set(listing.files)):
+        mine, theirs = listing.partition_files(partition), storage.get(partition, {})
+        for name in sorted(set(mine) - set(theirs)):
+            if posixpath.join(partition, name) not in skip:
+                result.only_in_metadata.append(posixpath.join(partition, name))
+        result.only_in_storage += [posixpath.join(partition, n) for n in sorted(set(theirs) - set(mine))]
+        result.size_differs += [(posixpath.join(partition, n), mine[n], theirs[n])
+                                for n in sorted(set(mine) & set(theirs)) if mine[n] != theirs[n]]
+    return result
+
+
+def validate_text(result: Validation) -> str:
+    files = sum(len(f) for f in result.storage.values())
+    if result.agrees:
+        return f"metadata table agrees with storage: {len(result.storage)} partitions, {files} files"
+    lines = [f"metadata table differs from storage ({files} files in storage):"]
+    lines += [f"  only in the metadata table: {p}" for p in result.only_in_metadata]
+    lines += [f"  only in storage:            {p}" for p in result.only_in_storage]
+    lines += [f"  size differs:               {p} (metadata {a}, storage {b})" for p, a, b in result.size_differs]
+    return "\n".join(lines)
+
+
+def show_metadata(table: HudiTable) -> str:
+    from pyhudi.cli import table_text
+
+    mdt = metadata_table(table)
+    usable = table.properties.get("hoodie.table.metadata.partitions", "")
+    inflight = table.properties.get("hoodie.table.metadata.partitions.inflight", "")
+    rows = []
+    for partition in sorted(mdt.storage.list_dirs("")):
+        if partition.startswith("."):
+            continue
+        names = [i.name for i in mdt.storage.list_files(partition)]
+        groups = {parsed.file_id for n in names
+                  if (parsed := parse_base_file(n) or parse_log_file(n)) is not None}
+        state = "usable" if partition in usable.split(",") else "building" if partition in inflight.split(",") else "-"
+        rows.append([partition, state, len(groups), sum(1 for n in names if n.endswith(".hfile")),
+                     sum(1 for n in names if parse_log_file(n) is not None)])
+    instants = mdt.timeline.instants()
+    done = [i for i in instants if i.is_completed]
+    head = (f"metadata table {mdt.path}: {len(done)} completed instants "
+            f"({sum(1 for i in done if i.action == 'deltacommit')} delta commits, "
+            f"{sum(1 for i in done if i.action == 'commit')} compactions), "
+            f"{len(instants) - len(done)} pending; latest {done[-1].timestamp if done else '-'}\n")
+    body = table_text(["Partition", "State", "File Groups", "Base Files", "Log Files"], rows)
+    return head + body + "\n" + validate_text(validate(table))
