@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pyhudi.errors import HudiTableNotFoundError
 from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.metadata.files import METADATA_FOLDER, FileListing, read_files_partition
+from pyhudi.storage.fs import FileInfo
 from pyhudi.table.table import HudiTable
 from pyhudi.write.markers import list_markers
 
@@ -41,11 +42,11 @@ def metadata_table(table: HudiTable) -> HudiTable:
         raise HudiTableNotFoundError(f"{table.path} has no metadata table ({METADATA_FOLDER})") from None
 
 
-def _in_progress(table: HudiTable) -> set[str]:
+def _in_progress(table: HudiTable, walked: list[tuple[str, FileInfo]]) -> set[str]:
     """Data files of writes that have not completed (the metadata table does not list them yet)."""
     pending = {i.timestamp for i in table.timeline.pending()}
     files = {rel for instant in pending for rel, _io in list_markers(table.storage, instant)}
-    for rel, info in table.storage.walk_files(""):
+    for rel, info in walked:
         base = parse_base_file(info.name)
         log = parse_log_file(info.name)
         if (base is not None and base.instant_time in pending) or (log is not None and log.base_instant in pending):
@@ -58,9 +59,10 @@ def validate(table: HudiTable) -> Validation:
     listing = read_files_partition(
         table.storage, mdt_completed={i.timestamp: i.completion_time for i in mdt.timeline.completed()},
         data_completed={i.timestamp for i in table.timeline.completed()})
-    skip = _in_progress(table)
+    walked = table.storage.walk_files("")
+    skip = _in_progress(table, walked)
     storage: dict[str, dict[str, int]] = {}
-    for rel, info in table.storage.walk_files(""):
+    for rel, info in walked:
         if rel.startswith(".hoodie/") or info.name == PARTITION_METADATA or rel in skip:
             continue
         partition = posixpath.dirname(rel)

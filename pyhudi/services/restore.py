@@ -38,7 +38,7 @@ from pyhudi.timeline.instant import (
     new_instant_time,
 )
 from pyhudi.timeline.timeline import DATA_ACTIONS
-from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, live_instants
 from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
@@ -89,10 +89,10 @@ def _check_previous_versions(table: HudiTable, instant: Instant) -> None:
 def _refuse_beside_live_writes(table: HudiTable, what: str, cfg: HudiConfig | None) -> HeartbeatPolicy:
     """Undoing commits under a running write or compaction would pull the ground from under it."""
     policy = HeartbeatPolicy.of(cfg or HudiConfig())
-    live = [i.timestamp for i in table.timeline.pending((*WRITE_ACTIONS, COMPACTION))
-            if is_alive(table.storage, i.timestamp, policy)]
+    live = live_instants(table.storage, table.timeline.pending((*WRITE_ACTIONS, COMPACTION)), policy)
     if live:
-        raise HudiConcurrentWriteError(f"cannot {what} while writes {', '.join(live)} are in progress on "
+        raise HudiConcurrentWriteError(f"cannot {what} while writes {', '.join(i.timestamp for i in live)} "
+                                       f"are in progress on "
                                        f"{table.path}; wait for them to finish")
     return policy
 

@@ -19,7 +19,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
 from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
-from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, is_alive
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, live_instants
 from pyhudi.write.markers import delete_markers, list_markers
 
 
@@ -190,17 +190,24 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
     return rb_time
 
 
+def _planned_target(timeline: Timeline, rollback_time: str) -> tuple[str, str] | None:
+    """(commit time, action) a pending rollback's plan undoes; None when it has no plan file."""
+    requested = Instant(rollback_time, State.REQUESTED, ROLLBACK)
+    if requested not in timeline.instant_files:
+        return None
+    target = read_record(timeline.read_bytes(requested)).get("instantToRollback") or {}
+    return target.get("commitTime") or "", target.get("action") or ""
+
+
 def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
     """Complete rollbacks that died midway, from their plans (Hudi re-runs them the same way)."""
     done = []
     for rb in timeline.pending([ROLLBACK]):
-        requested = Instant(rb.timestamp, State.REQUESTED, ROLLBACK)
-        if requested not in timeline.instant_files:
+        planned = _planned_target(timeline, rb.timestamp)
+        if planned is None:
             timeline.delete_instant(rb.timestamp, ROLLBACK)
             continue
-        plan = read_record(timeline.read_bytes(requested))
-        target = (plan.get("instantToRollback") or {}).get("commitTime") or ""
-        action = (plan.get("instantToRollback") or {}).get("action") or ""
+        target, action = planned
         left = [i for i in timeline.instants() if i.timestamp == target and family(i.action) == family(action)]
         if left:
             metadata = undo_instant(storage, timeline, left[0], rb.timestamp)
@@ -217,15 +224,12 @@ def pending_rollback_targets(timeline: Timeline) -> set[str]:
     """Instant times that pending rollbacks (interrupted, or running now) undo."""
     out = set()
     for rb in timeline.pending([ROLLBACK]):
-        requested = Instant(rb.timestamp, State.REQUESTED, ROLLBACK)
-        if requested in timeline.instant_files:
-            try:
-                plan = read_record(timeline.read_bytes(requested))
-            except (HudiError, FileNotFoundError):
-                continue
-            target = (plan.get("instantToRollback") or {}).get("commitTime")
-            if target:
-                out.add(target)
+        try:
+            planned = _planned_target(timeline, rb.timestamp)
+        except HudiError:  # a plan being written, or gone meanwhile
+            continue
+        if planned is not None and planned[0]:
+            out.add(planned[0])
     return out
 
 
@@ -234,8 +238,9 @@ def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = 
     """Finish interrupted rollbacks, then roll back pending commits, delta commits and replace
     commits (not table services); with ``heartbeat``, only those whose heartbeat expired."""
     done = finish_pending_rollbacks(storage, timeline)
-    for inst in timeline.pending(WRITE_ACTIONS):
-        if heartbeat is not None and is_alive(storage, inst.timestamp, heartbeat):
-            continue
-        done.append(rollback_instant(storage, timeline, inst, utc=utc))
+    pending = timeline.pending(WRITE_ACTIONS)
+    live = set(live_instants(storage, pending, heartbeat)) if heartbeat is not None else set()
+    for inst in pending:
+        if inst not in live:
+            done.append(rollback_instant(storage, timeline, inst, utc=utc))
     return done

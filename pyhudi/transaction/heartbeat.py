@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.storage import Storage
+from pyhudi.timeline.instant import Instant
 
 log = logging.getLogger("pyhudi")
 
@@ -55,6 +57,11 @@ def is_alive(storage: Storage, instant: str, policy: HeartbeatPolicy) -> bool:
     """Whether the write of ``instant`` still runs, as far as its heartbeat tells."""
     age = heartbeat_age(storage, instant)
     return age is not None and age <= policy.max_age_s
+
+
+def live_instants(storage: Storage, instants: Iterable[Instant], policy: HeartbeatPolicy) -> list[Instant]:
+    """Those of ``instants`` (pending ones) whose writer still runs."""
+    return [i for i in instants if is_alive(storage, i.timestamp, policy)]
 
 
 class Heartbeat:

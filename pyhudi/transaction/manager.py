@@ -26,14 +26,19 @@ from dataclasses import dataclass
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
-from pyhudi.services.rollback import finish_pending_rollbacks, pending_rollback_targets, rollback_instant
+from pyhudi.services.rollback import (
+    finish_pending_rollbacks,
+    pending_rollback_targets,
+    rollback_failed_writes,
+    rollback_instant,
+)
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import WRITE_ACTIONS, Instant, State, new_instant_time
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
-from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
+from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, live_instants
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
 
@@ -64,30 +69,6 @@ class Concurrency:
     @property
     def optimistic(self) -> bool:
         return self.mode == OCC
-
-
-def split_pending_writes(storage: Storage, timeline: Timeline,
-                         policy: HeartbeatPolicy) -> tuple[list[Instant], list[Instant]]:
-    """Pending writes as (failed: heartbeat expired or missing, live)."""
-    failed: list[Instant] = []
-    live: list[Instant] = []
-    for inst in timeline.pending(WRITE_ACTIONS):
-        (live if is_alive(storage, inst.timestamp, policy) else failed).append(inst)
-    return failed, live
-
-
-def rollback_failed_writes(table: HudiTable, cfg: HudiConfig) -> list[str]:
-    """Under the lock: finish interrupted rollbacks, roll back writes whose heartbeat expired."""
-    policy = Concurrency.of(cfg).heartbeat
-    with TableLock(table.path, cfg).held():
-        timeline = table.timeline.reload()
-        utc = table.config.utc_timeline
-        done = finish_pending_rollbacks(table.storage, timeline)
-        failed, _live = split_pending_writes(table.storage, timeline, policy)
-        for inst in failed:
-            log.warning("rolling back failed write %s (heartbeat expired)", inst.timestamp)
-            done.append(rollback_instant(table.storage, timeline, inst, utc=utc))
-        return done
 
 
 def _describe_live(storage: Storage, live: list[Instant]) -> str:
@@ -128,13 +109,12 @@ class WriteTransaction:
         storage, conc = self.table.storage, self.concurrency
         with self.lock.held():
             timeline = self.timeline.reload()
-            self.rolled_back = finish_pending_rollbacks(storage, timeline)
-            failed, live = split_pending_writes(storage, timeline, conc.heartbeat)
-            if conc.failed_writes == "EAGER":
-                for inst in failed:
-                    log.warning("rolling back failed write %s (its heartbeat expired)", inst.timestamp)
-                    self.rolled_back.append(rollback_instant(storage, timeline, inst,
-                                                             utc=self.table.config.utc_timeline))
+            if conc.failed_writes == "EAGER":  # writes whose heartbeat expired
+                self.rolled_back = rollback_failed_writes(storage, timeline, utc=self.table.config.utc_timeline,
+                                                          heartbeat=conc.heartbeat)
+            else:
+                self.rolled_back = finish_pending_rollbacks(storage, timeline)
+            live = live_instants(storage, timeline.pending(WRITE_ACTIONS), conc.heartbeat)
             if live and not conc.optimistic:
                 raise HudiConcurrentWriteError(
                     f"another write is in progress on {self.table.path}: {_describe_live(storage, live)}. The table "
