@@ -45,7 +45,10 @@ def _table(spark, path, options=BASE, rows=None):
 
 
 def _state(spark, path) -> dict[str, tuple]:
-    return {r["id"]: (r["p"], r["ts"], r["val"]) for r in pyhudi_rows(spark, path)}
+    """The table as pyhudi reads it, checked against hudi-rs reading the same snapshot."""
+    state = {r["id"]: (r["p"], r["ts"], r["val"]) for r in pyhudi_rows(spark, path)}
+    assert {r["id"]: (r["p"], r["ts"], r["val"]) for r in hudi_rs_rows(path)} == state
+    return state
 
 
 # -- the lock ------------------------------------------------------------------------------------
@@ -205,6 +208,7 @@ def test_lazy_policy_leaves_failed_writes_to_the_cleaner(spark, tmp_path):
     assert [i.timestamp for i in table.timeline.pending()] == [live]
     rollbacks = table.timeline.completed([ROLLBACK])
     assert len(rollbacks) == 1
+    assert _state(spark, path)["kp1-0"] == ("p1", 1, "b")
 
 
 def test_commit_fails_if_another_writer_rolled_the_instant_back(spark, tmp_path, monkeypatch):

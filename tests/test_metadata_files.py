@@ -149,6 +149,10 @@ def test_converted_actions_add_up_to_the_storage_listing(spark, tmp_path, monkey
             storage.setdefault(rel.rsplit("/", 1)[0], {})[info.name] = info.size
     assert {p: f for p, f in listing.files.items() if f} == storage
     assert listing.partitions >= set(storage)
+    from conftest import hudi_rs_rows, pyhudi_rows
+
+    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == \
+        sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path))
 
 
 def test_cli_shows_and_validates_the_metadata_table(v9_table, tmp_path, capsys):
