@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from pyhudi.errors import HudiTableNotFoundError
 from pyhudi.io.file_names import parse_base_file, parse_log_file
-from pyhudi.metadata.files import METADATA_FOLDER, FileListing, read_files_partition
+from pyhudi.metadata.files import METADATA_FOLDER, FileListing
+from pyhudi.metadata.table import MetadataTable
 from pyhudi.storage.fs import FileInfo
 from pyhudi.table.table import HudiTable
 from pyhudi.write.markers import list_markers
@@ -55,10 +56,8 @@ def _in_progress(table: HudiTable, walked: list[tuple[str, FileInfo]]) -> set[st
 
 
 def validate(table: HudiTable) -> Validation:
-    mdt = metadata_table(table)
-    listing = read_files_partition(
-        table.storage, mdt_completed={i.timestamp: i.completion_time for i in mdt.timeline.completed()},
-        data_completed={i.timestamp for i in table.timeline.completed()})
+    metadata_table(table)  # an error naming the problem when there is none
+    listing = MetadataTable(table.storage).listing(table.timeline)
     walked = table.storage.walk_files("")
     skip = _in_progress(table, walked)
     storage: dict[str, dict[str, int]] = {}
@@ -112,5 +111,11 @@ def show_metadata(table: HudiTable) -> str:
             f"({sum(1 for i in done if i.action == 'deltacommit')} delta commits, "
             f"{sum(1 for i in done if i.action == 'commit')} compactions), "
             f"{len(instants) - len(done)} pending; latest {done[-1].timestamp if done else '-'}\n")
+    lag = MetadataTable(table.storage).lag(table.timeline)
+    if lag:
+        head += (f"behind the data table: {len(lag)} completed instant(s) not applied ({', '.join(lag[:3])}); "
+                 "readers list storage until the next write rebuilds it\n")
+    else:
+        head += "in step with the data table's timeline: readers and writers plan from it\n"
     body = table_text(["Partition", "State", "File Groups", "Base Files", "Log Files"], rows)
     return head + body + "\n" + validate_text(validate(table))

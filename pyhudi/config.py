@@ -218,8 +218,13 @@ TIMELINE_TIMEZONE = option(
     "Time zone of instant times: LOCAL or UTC.", choice("LOCAL", "UTC"))
 METADATA_ENABLE = option(
     "hoodie.metadata.enable", True,
-    "Apache Hudi's metadata table. pyhudi does not maintain it yet; tables are listed from storage.",
+    "Keep the metadata table (.hoodie/metadata) and its files partition in step with every action, "
+    "so readers and writers plan from it instead of listing storage. A write with false removes "
+    "the metadata table of a table that has one.",
     parse_bool)
+METADATA_COMPACT_MAX_DELTA_COMMITS = option(
+    "hoodie.metadata.compact.max.delta.commits", 10,
+    "Compact the metadata table after this many delta commits.", parse_positive_int)
 
 # ---------------------------------------------------------------------------------------------
 # Timestamp-based key generator

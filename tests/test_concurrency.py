@@ -467,7 +467,7 @@ def test_instants_archived_by_another_writer_while_listed(spark, tmp_path):
     _table(spark, path)
     for n in range(4):
         pyhudi.write(_rows(spark, [(f"kp0-{n}", "p0", n + 1, "u")]), path,
-                     {**BASE, "hoodie.archive.automatic": "false"})
+                     {**BASE, "hoodie.archive.automatic": "false", "hoodie.metadata.compact.max.delta.commits": "1"})
     mine = pyhudi.HudiTable(path)  # listed now
     first = mine.timeline.completed_writes()[0]
     archived = pyhudi.archive(path, {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",

@@ -166,6 +166,7 @@ def test_cli_shows_and_validates_the_metadata_table(v9_table, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "19 completed instants (18 delta commits, 1 compactions)" in out
     assert "| files " in out and "| record_index " in out and "usable" in out
+    assert "in step with the data table" in out
     table_dir = tmp_path / "t"
     shutil.copytree(v9_table, table_dir)
     gone = sorted((table_dir / "region=eu").glob("*.parquet"))[0]
@@ -178,3 +179,18 @@ def test_cli_shows_and_validates_the_metadata_table(v9_table, tmp_path, capsys):
     shutil.rmtree(table_dir / ".hoodie" / "metadata")
     assert main(["metadata", "validate", "--path", str(table_dir)]) == 2
     assert "has no metadata table" in capsys.readouterr().err
+
+
+def test_a_hudi_table_is_planned_from_its_metadata_table(spark, v9_table):
+    """The table Apache Hudi 1.1 wrote is planned from its metadata table (not a listing) and reads
+    exactly as hudi-rs reads it."""
+    from conftest import hudi_rs_rows, pyhudi_rows
+
+    table = HudiTable(str(v9_table))
+    listing = table.metadata_listing()
+    assert listing is not None
+    view = table.file_system_view()
+    assert view.listing is listing
+    ours = sorted((r["txn_id"], r["amount"], r["_hoodie_commit_time"]) for r in pyhudi_rows(spark, v9_table))
+    theirs = sorted((r["txn_id"], r["amount"], r["_hoodie_commit_time"]) for r in hudi_rs_rows(v9_table))
+    assert ours == theirs and ours

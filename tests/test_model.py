@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import pyhudi
+from pyhudi.cli_metadata import validate, validate_text
 
 SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("part", T.StringType()),
@@ -97,6 +98,10 @@ def apply(model: dict, op: str, rows: list[tuple], global_index: bool, update_pa
 
 def check(spark, path: str, model: dict, global_index: bool, update_partition: bool, *, hudi_rs: bool = True) -> None:
     expected = sorted((r[0], r[2], r[3]) for r in model.values())
+    table = pyhudi.HudiTable(path)
+    assert table.metadata_listing() is not None, "the metadata table is kept and usable (the default)"
+    in_step = validate(table)
+    assert in_step.agrees, validate_text(in_step)
     ours = pyhudi_rows(spark, path)
     assert sorted((r["key"], r["ts"], r["val"]) for r in ours) == expected
     for r in ours:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 
 import pytest
 from conftest import hudi_rs_rows
@@ -46,12 +47,17 @@ def test_point_lookup_reads_one_file_of_a_many_file_partition(spark, many_files)
     assert pyhudi.read(spark, many_files, filters="key = 'nope'").inputFiles() == []
 
 
-def test_partition_filters_list_only_matching_partitions(spark, many_files, monkeypatch):
+@pytest.mark.parametrize("metadata_table", [True, False])
+def test_partition_filters_list_only_matching_partitions(spark, many_files, monkeypatch, metadata_table):
+    """With the metadata table no data partition is listed; without it, only the matching one."""
     listed: list[str] = []
     original = Storage.list_files
-    monkeypatch.setattr(Storage, "list_files", lambda self, rel: listed.append(rel) or original(self, rel))
+    monkeypatch.setattr(Storage, "list_files", lambda self, rel: listed.append(self.full(rel)) or original(self, rel))
+    if not metadata_table:
+        monkeypatch.setattr(pyhudi.HudiTable, "metadata_listing", lambda self: None)
     df = pyhudi.read(spark, many_files, filters="day = '2024-01-02' AND altitude_m > 300")
-    assert {p for p in listed if not p.startswith(".hoodie")} == {"2024-01-02"}  # and the timeline
+    data = {os.path.relpath(p, many_files) for p in listed if "/.hoodie" not in p}
+    assert data == (set() if metadata_table else {"2024-01-02"})  # and the timelines
     expected = pyhudi.read(spark, many_files).where("day = '2024-01-02' AND altitude_m > 300")
     assert rows_of(df) == rows_of(expected) and df.count() > 0
 

@@ -271,7 +271,8 @@ def test_service_cli(spark, tmp_path, capsys):
 def test_archival_beyond_savepoint_keeps_archived_commits_visible(spark, tmp_path):
     path = str(tmp_path / "t")
     options = opts(**{"hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "2",
-                      "hoodie.keep.max.commits": "3", "hoodie.archive.beyond.savepoint": "true"})
+                      "hoodie.keep.max.commits": "3", "hoodie.archive.beyond.savepoint": "true",
+                      "hoodie.metadata.compact.max.delta.commits": "1"})  # archival stops at its compaction
     first = write(spark, path, [("k0", "p0", 0)], options)
     pyhudi.create_savepoint(path, first)
     for i in range(1, 7):

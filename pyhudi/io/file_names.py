@@ -12,7 +12,8 @@ import uuid
 from dataclasses import dataclass
 
 BASE_FILE_EXTENSION = ".parquet"
-_BASE = re.compile(r"^([a-zA-Z0-9-]+)_([a-zA-Z0-9-]+)_([0-9]+)\.([a-zA-Z0-9]+)$")
+#: ``{fileId}_{writeToken}_{instantTime}.{extension}``
+BASE_FILE_PATTERN = _BASE = re.compile(r"^([a-zA-Z0-9-]+)_([a-zA-Z0-9-]+)_([0-9]+)\.([a-zA-Z0-9]+)$")
 _LOG = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(?:_((\d+)-(\d+)-(\d+))(\.cdc)?)?$")
 
 

@@ -57,3 +57,15 @@ def rollback_records(rollback_metadata: Mapping[str, Any]) -> list[Record]:
         deleted = [posixpath.basename(f) for f in meta.get("successDeleteFiles") or []]
         records.append(files_record(partition, appended, deleted))
     return records
+
+
+def merge_records(records: list[Record]) -> list[Record]:
+    """One record per key, as one delta commit holds them (a restore rolls back many instants):
+    the entries of later records win."""
+    merged: dict[str, dict] = {}
+    for key, record in records:
+        if key not in merged:
+            merged[key] = {**record, "filesystemMetadata": dict(record.get("filesystemMetadata") or {})}
+        else:
+            merged[key]["filesystemMetadata"].update(record.get("filesystemMetadata") or {})
+    return sorted(merged.items())

@@ -44,6 +44,12 @@ TYPE_FILE_LIST = 2
 INIT_INSTANT_PREFIX = "00000000000000"
 
 
+def is_own_instant(instant: str) -> bool:
+    """Instants the MDT makes itself (initialization, compaction, clean, rollback): a data
+    instant time plus a three-digit suffix, or the reserved all-zero times."""
+    return instant.startswith(INIT_INSTANT_PREFIX) or len(instant) >= 20
+
+
 @lru_cache(maxsize=8)
 def _parsed_schema(schema_json: str) -> Any:
     import fastavro
@@ -125,13 +131,14 @@ class FileListing:
 
 
 def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | None],
-                         data_completed: set[str] | None = None) -> FileListing:
+                         data_completed: set[str] | None = None, archived_before: str | None = None) -> FileListing:
     """The listing the ``files`` partition holds, from its latest completed base file and logs.
 
     ``mdt_completed``: completed instants of the MDT's timeline, each with its completion time
     (table version 8 and later; None in version 6). ``data_completed``: completed instants of the
-    data table; MDT records of other instants (except the MDT's own initialization instants) are
-    ignored.
+    data table; MDT records of other instants (except the MDT's own instants) are ignored, unless
+    older than ``archived_before``, the data table's first active instant (archived, hence
+    completed).
 
     Which log blocks follow the base file depends on the table version: in version 6 a log file
     names the base instant of its slice; from version 8 a log file belongs to the newest slice
@@ -159,9 +166,9 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
         completed_at = mdt_completed[instant]
         if completed_at is not None and completed_at <= base_instant:
             return False  # completed before the compaction that made the base file was planned
-        if completed_at is None and instant <= base_instant and base_instant:
-            return False
-        return data_completed is None or instant.startswith(INIT_INSTANT_PREFIX) or instant in data_completed
+        if data_completed is None or instant in data_completed or is_own_instant(instant):
+            return True
+        return archived_before is not None and instant < archived_before
 
     blocks = []
     by_completion = any(done is not None for done in mdt_completed.values())

@@ -141,12 +141,27 @@ def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None
     return None
 
 
+def _within_metadata_table(table: HudiTable, chosen: list[str]) -> list[str]:
+    """Instants the metadata table no longer needs on the active timeline: older than its latest
+    compaction (as Hudi: none before its first). Its readers trust only the log blocks of active
+    completed instants, and every block after the latest compaction is read."""
+    if not table.has_metadata_table():
+        return chosen
+    from pyhudi.metadata.table import MetadataTable
+
+    latest = MetadataTable(table.storage).latest_compaction()
+    if latest is None:
+        log.info("not archiving: the metadata table has not been compacted yet")
+        return []
+    return [t for t in chosen if t < latest]
+
+
 @under_table_lock
 def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     """Archive what the rules allow; returns the archived instant times."""
     validate(cfg)
-    table.timeline.reload()
-    chosen = instants_to_archive(table, cfg)
+    table.reload()
+    chosen = _within_metadata_table(table, instants_to_archive(table, cfg))
     if not chosen:
         return []
     archive_instants(table.storage, table.timeline, chosen, folder=archive_folder(table.storage),

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.io.file_names import relative_path
+from pyhudi.metadata.sync import complete_instant
 from pyhudi.services.compaction import pending_compactions, read_plan
 from pyhudi.services.rollback import rollback_failed_writes
 from pyhudi.services.savepoint import savepointed_files
@@ -296,7 +297,7 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
         "version": METADATA_VERSION,
         "bootstrapPartitionMetadata": {},
     }
-    timeline.complete(instant, CLEAN, write_record(CLEAN_METADATA, metadata))
+    complete_instant(storage, timeline, instant, CLEAN, write_record(CLEAN_METADATA, metadata))
     log.info("clean %s: deleted %d files (%d failed) in %.2f s", instant, deleted, len(outcome) - deleted, seconds)
     return CleanResult(instant, deleted, len(outcome) - deleted,
                        plan.earliest_to_retain[0] if plan.earliest_to_retain else None, seconds)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConcurrentWriteError, HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
 from pyhudi.io.file_names import slice_key
+from pyhudi.metadata.sync import complete_instant
 from pyhudi.services.compaction import pending_compactions
 from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
 from pyhudi.services.savepoint import list_savepoints
@@ -214,6 +215,6 @@ def restore(table: HudiTable, savepoint: str, *, cfg: HudiConfig | None = None) 
         "version": 1,
         "restoreInstantInfo": infos,
     }
-    timeline.complete(instant, RESTORE, write_record(RESTORE_METADATA, metadata))
+    complete_instant(table.storage, timeline, instant, RESTORE, write_record(RESTORE_METADATA, metadata))
     log.info("restored %s to savepoint %s: rolled back %d instants", table.path, savepoint, len(doomed))
     return RestoreResult(instant, savepoint, tuple(i.timestamp for i in doomed), deleted, seconds)

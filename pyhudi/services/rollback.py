@@ -15,6 +15,7 @@ import time
 from pyhudi.errors import HudiError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, relative_path
 from pyhudi.io.log_format import read_log_file, rollback_block
+from pyhudi.metadata.sync import complete_instant
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
 from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, State, new_instant_time
@@ -179,14 +180,16 @@ def rollback_plan(storage: Storage, instant: Instant, split: tuple[list[str], li
     }
 
 
-def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False) -> str:
-    """Roll back one instant (a failed write, or a completed one); returns the rollback instant time."""
-    rb_time = new_instant_time(after=timeline.last_instant_time(), utc=utc)
+def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False,
+                     rb_time: str | None = None) -> str:
+    """Roll back one instant (a failed write, or a completed one); returns the rollback instant time
+    (``rb_time`` when given: the metadata table names its rollbacks after the data table's)."""
+    rb_time = rb_time or new_instant_time(after=timeline.last_instant_time(), utc=utc)
     split = _split(storage, _files_of(storage, timeline, instant), frozenset([instant.timestamp]))
     timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, instant, split)))
     timeline.transition_inflight(rb_time, ROLLBACK)
     metadata = undo_instant(storage, timeline, instant, rb_time, split=split)
-    timeline.complete(rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
+    complete_instant(storage, timeline, rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
     return rb_time
 
 
@@ -215,7 +218,7 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
             metadata = rollback_metadata(rb.timestamp, target, action)
         if not timeline.has_state(rb.timestamp, State.INFLIGHT, ROLLBACK):
             timeline.transition_inflight(rb.timestamp, ROLLBACK)
-        timeline.complete(rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
+        complete_instant(storage, timeline, rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
         done.append(rb.timestamp)
     return done
 

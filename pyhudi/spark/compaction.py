@@ -20,6 +20,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCompactionError
 from pyhudi.io.avro_schema import table_avro_schema
 from pyhudi.io.base_file import parquet_settings
+from pyhudi.metadata.sync import complete_instant
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import (
     compact_slice,
@@ -110,7 +111,8 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         if timeline.is_completed(instant_time) or not timeline.has_state(instant_time, State.INFLIGHT, COMPACTION):
             raise HudiCompactionError(f"compaction {instant_time} was completed or undone by another process "
                                       "while it ran; its files are left to the cleaner")
-        timeline.complete(instant_time, COMMIT, meta.to_json().encode("utf-8"))
+        complete_instant(table.storage, timeline, instant_time, COMMIT, meta.to_json().encode("utf-8"),
+                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS))
     delete_markers(table.storage, instant_time)
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
     return meta

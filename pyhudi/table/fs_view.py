@@ -4,15 +4,20 @@ A base file belongs to the table only if the instant in its name is a completed 
 timeline (or older than the active timeline, i.e. archived). Files of pending or failed instants
 are invisible, which is what makes a write atomic: its files may exist long before its commit
 file, and readers ignore them until then. Replace commits hide whole file groups.
+
+The file names come from the metadata table's ``files`` partition when the table has a usable
+one (``listing``), else from listing storage.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pyhudi.errors import HudiInstantNotFoundError
-from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.io.file_names import BASE_FILE_PATTERN, parse_base_file, parse_log_file
+from pyhudi.metadata.files import NON_PARTITIONED_KEY, FileListing
 from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
 from pyhudi.table.properties import PARTITION_METAFILE
@@ -84,16 +89,18 @@ class FileSystemView:
     """Committed file groups of a table, as of an instant (default: the latest completed write)."""
 
     def __init__(self, storage: Storage, timeline: Timeline, *, as_of: str | None = None,
-                 partitions: list[str] | None = None, include_replaced: bool = False) -> None:
+                 partitions: list[str] | None = None, include_replaced: bool = False,
+                 listing: FileListing | None = None) -> None:
         self.storage = storage
+        self.listing = listing  # the metadata table's file list; None: list storage
         self.timeline = timeline
         writes = [i for i in timeline.completed_writes() if as_of is None or i.timestamp <= as_of]
         self.as_of = as_of if as_of is not None else (writes[-1].timestamp if writes else None)
         self._committed = {i.timestamp for i in writes}
-        self._archived_before = timeline.first_data_instant_time()  # older instants: archived, committed
+        self._archived_before = timeline.archived_before()  # older instants: archived, committed
         self._replaced = self._replaced_file_ids(writes)
         self._include_replaced = include_replaced  # the cleaner sees retired file groups too
-        self._groups: dict[tuple[str, str], FileGroup] = {}
+        self._by_partition: dict[str, dict[str, FileGroup]] = {}  # partition -> file id -> group
         self._partitions: list[str] = []
         self._load(partitions)
 
@@ -128,6 +135,15 @@ class FileSystemView:
         return self._archived_before is not None and instant_time < self._archived_before
 
     def _load(self, partitions: list[str] | None) -> None:
+        if self.listing is not None:
+            files = self.listing.files
+            if partitions is None:
+                partitions = sorted({"" if p == NON_PARTITIONED_KEY else p for p in self.listing.partitions}
+                                    | {p for p, names in files.items() if names})
+            self._partitions = list(partitions)
+            for partition in self._partitions:
+                self._add_partition(partition, files.get(partition, {}).items())
+            return
         if partitions is None:
             listing: dict[str, list] = {}
             for rel, info in self.storage.walk_files(""):
@@ -144,25 +160,32 @@ class FileSystemView:
             found = list(partitions)
         self._partitions = found
         for partition in found:
-            self._add_partition(partition, listing.get(partition, []))
+            self._add_partition(partition, ((i.name, i.size) for i in listing.get(partition, [])))
 
-    def _add_partition(self, partition: str, infos: list) -> None:
+    def _add_partition(self, partition: str, infos: Iterable[tuple[str, int]]) -> None:
+        """File groups of one partition from its (file name, size) pairs."""
         bases: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
-        for info in infos:
-            parsed = parse_base_file(info.name)
-            if parsed is not None and parsed.extension == "parquet":
-                if self._hidden(partition, parsed.file_id) or not self.is_committed(parsed.instant_time):
+        for name, size in infos:
+            parsed = BASE_FILE_PATTERN.match(name) if name.endswith(".parquet") else None
+            if parsed is not None:  # file id, write token, instant time
+                fid, token, instant = parsed.group(1, 2, 3)
+                if self._hidden(partition, fid) or not self.is_committed(instant):
                     continue
-                bases.setdefault(parsed.file_id, []).append(BaseFile(
-                    partition, parsed.file_id, parsed.instant_time, parsed.write_token, info.name, info.size))
+                bases.setdefault(fid, []).append(BaseFile(partition, fid, instant, token, name, size))
                 continue
-            lg = parse_log_file(info.name)
+            lg = parse_log_file(name)
             if lg is not None and lg.extension == "log" and not self._hidden(partition, lg.file_id):
                 logs.setdefault(lg.file_id, []).append(LogFile(
-                    partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, info.name, info.size))
+                    partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, name, size))
+        groups = self._by_partition.setdefault(partition, {})
         for fid in sorted(set(bases) | set(logs)):
             group = FileGroup(partition, fid)
+            only = bases.get(fid, [])
+            if len(only) == 1 and fid not in logs:  # the common case: one base file, no logs
+                group.slices.append(FileSlice(partition, fid, only[0].instant_time, only[0]))
+                groups[fid] = group
+                continue
             by_instant: dict[str, BaseFile] = {}
             for b in sorted(bases.get(fid, []), key=lambda b: (b.instant_time, b.name)):
                 by_instant[b.instant_time] = b  # two attempts of one instant: keep one
@@ -175,7 +198,7 @@ class FileSystemView:
                     partition, fid, instant, by_instant.get(instant),
                     tuple(sorted(slice_logs[instant], key=lambda x: (x.version, x.write_token or "")))))
             if group.slices:
-                self._groups[(partition, fid)] = group
+                groups[fid] = group
 
     # -- queries -------------------------------------------------------------------------------
     @property
@@ -183,7 +206,11 @@ class FileSystemView:
         return list(self._partitions)
 
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
-        return [g for (p, _), g in sorted(self._groups.items()) if partition is None or p == partition]
+        """File groups, ordered by partition and file id."""
+        if partition is not None:
+            groups = self._by_partition.get(partition, {})
+            return [groups[f] for f in sorted(groups)]
+        return [g for p in sorted(self._by_partition) for g in self.file_groups(p)]
 
     def latest_slices(self, partition: str | None = None) -> list[FileSlice]:
         out = []

@@ -7,13 +7,15 @@ pyarrow: the CLI and tests use it without a SparkSession.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from pyhudi.errors import HudiInstantNotFoundError, HudiTableNotFoundError
+from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError
 from pyhudi.io.base_file import read_footer
+from pyhudi.metadata.files import FileListing
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
@@ -21,6 +23,8 @@ from pyhudi.table.properties import TableConfig, load_table_config, store_table_
 from pyhudi.timeline.instant import Instant
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
+
+log = logging.getLogger("pyhudi")
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,7 @@ class HudiTable:
                 "(write to it with pyhudi.write first, or check the path)")
         self.config: TableConfig = load_table_config(self.storage)
         self.timeline = Timeline(self.storage, layout_version=self.config.layout_version)
+        self._listing_cache: tuple[tuple, FileListing | None] | None = None
 
     @property
     def path(self) -> str:
@@ -102,8 +107,47 @@ class HudiTable:
     # -- views ---------------------------------------------------------------------------------
     def file_system_view(self, *, as_of: str | None = None, partitions: list[str] | None = None,
                          include_replaced: bool = False) -> FileSystemView:
+        """File groups from the metadata table's file list when the table has a usable one, else
+        from a storage listing."""
         return FileSystemView(self.storage, self.timeline, as_of=as_of, partitions=partitions,
-                              include_replaced=include_replaced)
+                              include_replaced=include_replaced, listing=self.metadata_listing())
+
+    def has_metadata_table(self) -> bool:
+        """Whether the table declares a usable metadata table (``files`` partition)."""
+        from pyhudi.metadata.table import MetadataTable, usable_partitions
+
+        return "files" in usable_partitions(self.config.props) and MetadataTable(self.storage).exists()
+
+    def metadata_listing(self) -> FileListing | None:
+        """The data files as the metadata table lists them; None (with a warning) when the table
+        has no usable metadata table or it is behind the timeline, so callers list storage."""
+        from pyhudi.metadata.table import MetadataTable, usable_partitions
+
+        if "files" not in usable_partitions(self.config.props):
+            return None
+        mdt = MetadataTable(self.storage)
+        try:
+            mdt_state = tuple(mdt.timeline.reload().instant_files)
+        except HudiError as exc:
+            log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
+            return None
+        key = (tuple(self.timeline.instant_files), mdt_state)
+        if self._listing_cache is not None and self._listing_cache[0] == key:
+            return self._listing_cache[1]
+        listing: FileListing | None = None
+        if not mdt_state:
+            log.warning("%s declares a metadata table but has none; listing storage", self.path)
+        elif lag := mdt.lag(self.timeline):
+            log.warning("the metadata table of %s is behind the timeline (%s not applied); listing storage",
+                        self.path, ", ".join(lag[:3]))
+        else:
+            try:
+                listing = mdt.listing(self.timeline)
+            except (FileNotFoundError, HudiError) as exc:  # compacted and cleaned while being read
+                log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
+                return None
+        self._listing_cache = (key, listing)
+        return listing
 
     def commits(self) -> list[CommitSummary]:
         return [CommitSummary(i, self.timeline.commit_metadata(i)) for i in self.timeline.completed_writes()]

@@ -8,6 +8,7 @@ write (one file appearing), so every state transition here writes whole files on
 from __future__ import annotations
 
 import io
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
@@ -26,6 +27,11 @@ from pyhudi.timeline.metadata import CommitMetadata
 META_FOLDER = ".hoodie"
 #: actions of the commit timeline (their instants write data files)
 DATA_ACTIONS = frozenset(WRITE_ACTIONS) | frozenset(COMPLETES_AS)
+
+
+#: parsed commit metadata of recently read instant files (path, size, mtime) -> metadata
+_PARSED: OrderedDict[tuple[str, int, int], CommitMetadata] = OrderedDict()
+_PARSED_MAX = 64
 
 
 def read_avro_record(data: bytes, *, source: str) -> dict:
@@ -49,15 +55,19 @@ class Timeline:
         self.layout_version = layout_version
         self.folder = META_FOLDER if layout_version < 2 else f"{META_FOLDER}/timeline"
         self._files: list[Instant] = []
+        self._stamps: dict[Instant, tuple[int, int]] = {}
         self.reload()
 
     def reload(self) -> Timeline:
         found = []
+        stamps = {}
         for info in self.storage.list_files(self.folder):
             instant = parse_instant_file(info.name)
             if instant is not None:
                 found.append(instant)
+                stamps[instant] = (info.size, info.mtime_ns)
         self._files = sorted(found)
+        self._stamps = stamps
         return self
 
     # -- queries -----------------------------------------------------------------------------
@@ -121,6 +131,16 @@ class Timeline:
                 return inst.timestamp
         return None
 
+    def archived_before(self) -> str | None:
+        """Data instants older than this that are not on the active timeline were archived, hence
+        completed. It is :meth:`first_data_instant_time`, or, when every active data instant is a
+        savepointed commit (a restore to a savepoint after archival), the newest of them."""
+        first = self.first_data_instant_time()
+        if first is not None:
+            return first
+        data = [i.timestamp for i in self._files if i.action in DATA_ACTIONS]
+        return max(data) if data else None
+
     def find(self, timestamp: str) -> Instant:
         for inst in self.instants():
             if inst.timestamp == timestamp:
@@ -152,14 +172,28 @@ class Timeline:
                 "or rolled it back); run again") from None
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
-        """The commit metadata of a completed write instant (JSON in v6, Avro in v8)."""
-        data = self.read_bytes(instant)
+        """The commit metadata of a completed write instant (JSON in v6, Avro in v8); shared, read-only.
+
+        A commit of 10,000 files has 10,000 write stats, and planning consults the latest commits
+        several times (schema, newest file, replaced groups), so parsed metadata is kept per
+        instant file, keyed by its path, size and modification time as the listing saw them.
+        """
         source = self.path_of(instant)
+        stamp = self._stamps.get(instant) if instant.is_completed else None
+        key = (self.storage.full(source), *stamp) if stamp is not None else None
+        if key is not None and key in _PARSED:
+            _PARSED.move_to_end(key)
+            return _PARSED[key]
+        data = self.read_bytes(instant)
         if self.layout_version >= 2:
-            if not data:
-                return CommitMetadata()
-            return CommitMetadata.from_dict(read_avro_record(data, source=source))
-        return CommitMetadata.from_json(data, source=source)
+            meta = CommitMetadata.from_dict(read_avro_record(data, source=source)) if data else CommitMetadata()
+        else:
+            meta = CommitMetadata.from_json(data, source=source)
+        if key is not None:
+            _PARSED[key] = meta
+            while len(_PARSED) > _PARSED_MAX:
+                _PARSED.popitem(last=False)
+        return meta
 
     # -- transitions (layout version 1) --------------------------------------------------------
     def _write(self, instant: Instant, content: bytes, *, must_be_new: bool) -> Instant:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
+from pyhudi.metadata.sync import complete_instant, prepare_metadata_table
 from pyhudi.services.rollback import (
     finish_pending_rollbacks,
     pending_rollback_targets,
@@ -108,7 +109,7 @@ class WriteTransaction:
         """Request a new instant of ``action``; returns its time."""
         storage, conc = self.table.storage, self.concurrency
         with self.lock.held():
-            timeline = self.timeline.reload()
+            timeline = self.table.reload().timeline
             if conc.failed_writes == "EAGER":  # writes whose heartbeat expired
                 self.rolled_back = rollback_failed_writes(storage, timeline, utc=self.table.config.utc_timeline,
                                                           heartbeat=conc.heartbeat)
@@ -122,6 +123,7 @@ class WriteTransaction:
                     f"{conc.heartbeat.max_age_s:.0f} s after its last beat and the next writer rolls it back), or "
                     "let writers run side by side with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL "
                     "on every writer (its failed-writes policy defaults to LAZY)")
+            prepare_metadata_table(self.table, enabled=self.cfg.get(C.METADATA_ENABLE))
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
@@ -173,7 +175,8 @@ class WriteTransaction:
                         + ", which completed (or was planned) after it started. It was rolled back and the table "
                         "is as the other writer left it; run the write again")
                 meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
-            timeline.complete(self.instant, self.action, meta.to_json().encode("utf-8"))
+            complete_instant(self.table.storage, timeline, self.instant, self.action, meta.to_json().encode("utf-8"),
+                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS))
             self.finished = True
         self._stop_heartbeat()
 

@@ -1,0 +1,102 @@
+"""Completing a data-table instant: its metadata-table delta commit first, then the instant.
+
+Every code path that completes a data-table action (writes, compactions, cleans, rollbacks,
+restores) completes it through :func:`complete_instant`, under the table lock. When the table has
+a usable metadata table, the action's ``files``-partition records are applied to it as a delta
+commit of the same instant time before the data instant's completed file appears; a crash in
+between leaves an MDT delta commit of a pending data instant, which readers ignore and the
+instant's rollback undoes.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pyhudi.metadata.convert import Record, commit_records, merge_records, rollback_records
+from pyhudi.metadata.table import MetadataTable, usable_partitions
+from pyhudi.storage import Storage
+from pyhudi.table import properties as P
+from pyhudi.table.fs_view import FileSystemView
+from pyhudi.table.properties import load_table_config
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.avro_records import read_record
+from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
+from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.timeline.timeline import Timeline
+
+log = logging.getLogger("pyhudi")
+
+METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+#: Hudi's hoodie.metadata.compact.max.delta.commits default, for services run without options
+DEFAULT_MAX_DELTA_COMMITS = 10
+
+
+def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataTable | None:
+    """The table's metadata table when the table declares its ``files`` partition usable."""
+    if timeline.layout_version != 1:
+        return None
+    if "files" not in usable_partitions(load_table_config(storage).props):
+        return None
+    mdt = MetadataTable(storage)
+    return mdt if mdt.exists() else None
+
+
+def action_records(action: str, content: bytes, *, source: str) -> tuple[list[Record], list[str]]:
+    """(``files``-partition records of a completed action, data instants it rolls back)."""
+    from pyhudi.metadata.convert import clean_records
+
+    if action in WRITE_ACTIONS:
+        return commit_records(CommitMetadata.from_json(content, source=source)), []
+    record = read_record(content)
+    if action == CLEAN:
+        return clean_records(record), []
+    if action == ROLLBACK:
+        return rollback_records(record), [str(t) for t in record.get("commitsRollback") or []]
+    if action == RESTORE:
+        records = [r for metas in (record.get("hoodieRestoreMetadata") or {}).values()
+                   for meta in metas for r in rollback_records(meta)]
+        return merge_records(records), [str(t) for t in record.get("instantsToRollback") or []]
+    return [], []
+
+
+def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,
+                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS) -> Instant:
+    """Apply a data-table action to the metadata table (if the table has one), then complete it."""
+    mdt = metadata_table_of(storage, timeline)
+    if mdt is not None:
+        records, undo = action_records(action, content, source=f"{action} {instant}")
+        mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits)
+    return timeline.complete(instant, action, content)
+
+
+def prepare_metadata_table(table: HudiTable, *, enabled: bool) -> None:
+    """At the start of a write, under the table lock: build the metadata table from storage when it
+    is enabled and missing or stale (a writer that did not keep it wrote since), or remove it when
+    disabled, as Hudi does, so that no reader trusts a file list that writes no longer maintain."""
+    mdt = MetadataTable(table.storage)
+    usable = "files" in usable_partitions(table.config.props)
+    if not enabled:
+        if usable or mdt.storage.is_dir(""):
+            table.update_properties({P.METADATA_PARTITIONS: None, METADATA_PARTITIONS_INFLIGHT: None})
+            mdt.delete()
+            log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
+        return
+    if table.config.layout_version != 1:
+        return
+    timeline = table.timeline
+    if usable and mdt.exists():
+        lag = mdt.lag(timeline)
+        if not lag:
+            return
+        log.warning("the metadata table of %s is behind the timeline (%s not applied); rebuilding it from storage",
+                    table.path, ", ".join(lag[:3]))
+    if usable:
+        table.update_properties({P.METADATA_PARTITIONS: None})
+    view = FileSystemView(table.storage, timeline, include_replaced=True)
+    files: dict[str, dict[str, int]] = {p: {} for p in view.partitions}
+    for group in view.file_groups():
+        for piece in group.slices:
+            for f in ([piece.base_file] if piece.base_file else []) + list(piece.log_files):
+                files[f.partition_path][f.name] = f.size
+    mdt.initialize(timeline, table.config.props, files)
+    table.update_properties({P.METADATA_PARTITIONS: "files"})

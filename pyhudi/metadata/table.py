@@ -1,0 +1,319 @@
+"""The metadata table (MDT) of a data table, written: created from storage, updated in step with
+every data-table action, compacted, cleaned and archived.
+
+``<table>/.hoodie/metadata`` is a merge-on-read table of version 6 whose one partition written
+here, ``files``, holds one file group (``files-0000-0``): an HFile base file and HFile log
+blocks (:mod:`pyhudi.metadata.files` reads them back). Its timeline mirrors the data table's:
+
+* every data-table action (commit, delta commit, replace commit, compaction, clean, rollback,
+  restore) becomes an MDT delta commit with the *same* instant time, completed just before the
+  data-table instant completes (the caller holds the table lock). A data instant that fails after
+  its MDT delta commit is invisible to readers anyway: they only trust MDT blocks of completed
+  data instants. Its rollback undoes that delta commit (an MDT ``rollback`` at the data
+  rollback's time + ``006``), and applying an instant again first undoes its earlier attempt;
+* every delta commit writes its block into a new log file of the current slice (version + 1),
+  so undoing one deletes one file and nothing is ever appended in place (object stores cannot);
+* after ``hoodie.metadata.compact.max.delta.commits`` delta commits the slice is compacted into a
+  new base HFile at the latest delta commit's time + ``001`` (Hudi's MDT compaction time), but only
+  while no data write older than that delta commit is pending, so no record of an unfinished
+  write is ever folded into a base file;
+* after a compaction, slices older than the previous one are cleaned (time + ``002``) and the
+  MDT timeline is archived down to its newest instants, never past its latest compaction.
+
+Initialization (at the partitions' init time: the latest completed data instant + ``010``, or
+``00000000000000010`` for an empty table) lists the committed files of the data table and
+bulk-writes them as the first base file, then records ``files`` in the data table's
+``hoodie.table.metadata.partitions``, the property that tells readers the MDT is usable.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Iterable, Mapping
+
+from pyhudi.errors import HudiCorruptFileError
+from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file
+from pyhudi.io.hfile import write_hfile
+from pyhudi.io.log_format import delete_block, hfile_data_block
+from pyhudi.metadata.files import (
+    FILES_PARTITION,
+    INIT_INSTANT_PREFIX,
+    METADATA_FOLDER,
+    FileListing,
+    encode_records,
+    files_record,
+    partitions_record,
+    read_files_partition,
+)
+from pyhudi.metadata.schema import RECORD_SCHEMA
+from pyhudi.storage import Storage
+from pyhudi.table import properties as P
+from pyhudi.table.properties import load_table_config, write_partition_metadata
+from pyhudi.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK
+from pyhudi.timeline.metadata import CommitMetadata, WriteStat
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.write.markers import APPEND, CREATE, create_marker, delete_markers
+
+log = logging.getLogger("pyhudi")
+
+FILE_GROUP = "files-0000-0"
+#: write token of MDT files: written by the driver, outside any Spark task
+WRITE_TOKEN = "0-0-0"
+COMPACTION_SUFFIX = "001"
+CLEAN_SUFFIX = "002"
+ROLLBACK_SUFFIX = "006"
+INIT_SUFFIX = "010"
+PAYLOAD_CLASS = "org.apache.hudi.metadata.HoodieMetadataPayload"
+KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
+#: data-table actions that change its files, each applied to the MDT as a delta commit
+FILE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE)
+#: MDT archival window (Hudi's hoodie.metadata.keep.min.commits / keep.max.commits)
+KEEP_MIN, KEEP_MAX = 20, 30
+
+
+def hfile_name(instant: str) -> str:
+    """The base file the MDT's ``files`` file group gets at ``instant``."""
+    return f"{FILE_GROUP}_{WRITE_TOKEN}_{instant}.hfile"
+
+
+def usable_partitions(props: Mapping[str, str]) -> set[str]:
+    return {p for p in (props.get(P.METADATA_PARTITIONS) or "").split(",") if p}
+
+
+class MetadataTable:
+    """The metadata table under a data table's storage."""
+
+    def __init__(self, data_storage: Storage) -> None:
+        self.data_storage = data_storage
+        self.storage = Storage(data_storage.uri(METADATA_FOLDER))
+        self._timeline: Timeline | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.storage.exists(P.PROPERTIES_FILE)
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            layout = load_table_config(self.storage).layout_version if self.exists() else 1
+            self._timeline = Timeline(self.storage, layout_version=layout)
+        return self._timeline
+
+    def completed(self) -> dict[str, str | None]:
+        return {i.timestamp: i.completion_time for i in self.timeline.completed()}
+
+    def base_instant(self) -> str | None:
+        """Time of the newest completed base file (the init delta commit's, or a compaction's)."""
+        done = self.completed()
+        bases = [parsed.instant_time for info in self.storage.list_files(FILES_PARTITION)
+                 if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None
+                 and parsed.instant_time in done]
+        return max(bases) if bases else None
+
+    def latest_compaction(self) -> str | None:
+        commits = self.timeline.completed([COMMIT])
+        return commits[-1].timestamp if commits else None
+
+    def lag(self, data_timeline: Timeline) -> list[str]:
+        """Completed data instants the MDT has not applied (it is behind when any)."""
+        base = self.base_instant()
+        if base is None:
+            return ["(no base file)"]
+        applied = {i.timestamp for i in self.timeline.completed([DELTA_COMMIT])}
+        return [i.timestamp for i in data_timeline.completed(FILE_ACTIONS)
+                if i.timestamp > base and i.timestamp not in applied]
+
+    def listing(self, data_timeline: Timeline) -> FileListing:
+        """The data table's files as the MDT lists them, trusting only completed data instants."""
+        return read_files_partition(self.data_storage, mdt_completed=self.completed(),
+                                    data_completed={i.timestamp for i in data_timeline.completed()},
+                                    archived_before=data_timeline.archived_before())
+
+    # -- initialization and removal --------------------------------------------------------------
+    def initialize(self, data_timeline: Timeline, data_props: Mapping[str, str],
+                   files: Mapping[str, Mapping[str, int]]) -> str:
+        """Create the MDT with ``files`` (partition -> name -> size) as its first base file."""
+        self.storage.delete_dir("")
+        self._timeline = None
+        done = [i.timestamp for i in data_timeline.completed()]
+        instant = (max(done) if done else INIT_INSTANT_PREFIX) + INIT_SUFFIX
+        from pyhudi.table.table import HudiTable
+
+        name = data_props.get(P.NAME, "table")
+        HudiTable.create(self.storage.base_uri, {
+            P.NAME: f"{name}_metadata", P.TYPE: P.MERGE_ON_READ, P.VERSION: "6", P.LAYOUT_VERSION: "1",
+            P.RECORD_KEY_FIELDS: "key", P.BASE_FILE_FORMAT: "HFILE", P.PAYLOAD_CLASS: PAYLOAD_CLASS,
+            P.KEYGEN_CLASS: KEYGEN_CLASS, P.POPULATE_META_FIELDS: "false", P.ARCHIVE_FOLDER: "archived",
+            P.TIMELINE_TIMEZONE: data_props.get(P.TIMELINE_TIMEZONE, "LOCAL"),
+            "hoodie.datasource.write.hive_style_partitioning": "false",
+            "hoodie.datasource.write.partitionpath.urlencode": "false",
+        })
+        write_partition_metadata(self.storage, FILES_PARTITION, instant)
+        tl = self.timeline.reload()
+        tl.create_requested(instant, DELTA_COMMIT)
+        tl.transition_inflight(instant, DELTA_COMMIT)
+        log_rel = f"{FILES_PARTITION}/{log_file_name(FILE_GROUP, instant, 1, WRITE_TOKEN)}"
+        create_marker(self.storage, instant, log_rel, APPEND)
+        self.storage.create_new(log_rel, delete_block([], [], instant))
+        records = [partitions_record(sorted(p or "." for p in files))]
+        records += [files_record(p, dict(sizes)) for p, sizes in sorted(files.items())]
+        stat = self._write_base(instant, records)
+        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="BULK_INSERT_PREPPED",
+                              extra_metadata={"schema": RECORD_SCHEMA})
+        tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
+        delete_markers(self.storage, instant)
+        log.info("initialized the metadata table of %s at %s: %d partitions, %d files", self.data_storage.base_uri,
+                 instant, len(files), sum(len(v) for v in files.values()))
+        return instant
+
+    def delete(self) -> None:
+        self.storage.delete_dir("")
+        self._timeline = None
+
+    # -- updates ---------------------------------------------------------------------------------
+    def apply(self, instant: str, records: list[tuple[str, dict]], data_timeline: Timeline, *,
+              undo: Iterable[str] = (), max_delta_commits: int = 10) -> None:
+        """Apply one data-table action as the MDT delta commit ``instant`` (the caller holds the
+        table lock and completes the data instant right after). ``undo``: data instants the
+        action rolls back, whose MDT delta commits go first."""
+        tl = self.timeline.reload()
+        self._rollback_failed(tl, keep=instant)
+        targets = [t for t in undo if any(i.timestamp == t for i in tl.instants())]
+        for target in targets:
+            rb_time = instant + ROLLBACK_SUFFIX if len(targets) == 1 else None
+            self._undo(tl, target, rb_time)
+        if any(i.timestamp == instant for i in tl.instants()):
+            self._undo(tl, instant, None)  # an earlier attempt of this instant: apply it afresh
+        self._compact_if_due(data_timeline, max_delta_commits)
+        base = self.base_instant()
+        if base is None:
+            raise HudiCorruptFileError(f"the metadata table {self.storage.base_uri} has no base file")
+        versions = [lf.version for info in self.storage.list_files(FILES_PARTITION)
+                    if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base]
+        version = max(versions, default=0) + 1
+        rel = f"{FILES_PARTITION}/{log_file_name(FILE_GROUP, base, version, WRITE_TOKEN)}"
+        tl.create_requested(instant, DELTA_COMMIT)
+        tl.transition_inflight(instant, DELTA_COMMIT)
+        create_marker(self.storage, instant, rel, APPEND)
+        data = hfile_data_block(encode_records(records, RECORD_SCHEMA), RECORD_SCHEMA, instant)
+        self.storage.create_new(rel, data)
+        stat = WriteStat(FILE_GROUP, rel, FILES_PARTITION, prevCommit=base, numWrites=len(records),
+                         numUpdateWrites=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data),
+                         totalLogRecords=len(records), totalLogBlocks=1, logVersion=version, logOffset=0,
+                         baseFile=hfile_name(base),
+                         logFiles=[posixpath.basename(rel)])
+        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="UPSERT_PREPPED",
+                              extra_metadata={"schema": RECORD_SCHEMA})
+        tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
+        delete_markers(self.storage, instant)
+
+    def _undo(self, tl: Timeline, instant: str, rb_time: str | None) -> None:
+        from pyhudi.services.rollback import rollback_instant
+
+        rollback_instant(self.storage, tl, tl.find(instant), rb_time=rb_time)
+
+    def _rollback_failed(self, tl: Timeline, *, keep: str) -> None:
+        """Undo MDT instants a crash left pending (their data instants never completed)."""
+        for inst in tl.pending([DELTA_COMMIT, COMPACTION]):
+            if inst.timestamp != keep:
+                self._undo(tl, inst.timestamp, None)
+
+    # -- compaction, clean, archival ---------------------------------------------------------------
+    def _compact_if_due(self, data_timeline: Timeline, max_delta_commits: int) -> str | None:
+        tl = self.timeline
+        base = self.base_instant() or ""
+        deltas = [i.timestamp for i in tl.completed([DELTA_COMMIT]) if i.timestamp > base]
+        if len(deltas) < max(1, max_delta_commits):
+            return None
+        latest = deltas[-1]
+        pending = [i.timestamp for i in data_timeline.pending() if i.timestamp <= latest]
+        if pending:  # a failed or running action older than the delta commits: never fold it into a base
+            log.info("metadata table compaction waits for pending data writes %s", pending)
+            return None
+        instant = latest + COMPACTION_SUFFIX
+        listing = self.listing(data_timeline)
+        records = [partitions_record(sorted(p or "." for p in listing.partitions | set(listing.files)))]
+        records += [files_record(p, files) for p, files in sorted(listing.files.items())]
+        logs = sorted(info.name for info in self.storage.list_files(FILES_PARTITION)
+                      if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base)
+        from pyhudi.services.compaction import CompactionOperation, CompactionPlan
+
+        base_name = next((info.name for info in self.storage.list_files(FILES_PARTITION)
+                          if (parsed := parse_base_file(info.name)) is not None and parsed.instant_time == base
+                          and info.name.endswith(".hfile")), None)
+        plan = CompactionPlan((CompactionOperation(FILES_PARTITION, FILE_GROUP, base, base_name, tuple(logs)),))
+        tl.create_requested(instant, COMPACTION, plan.to_bytes())
+        tl.transition_inflight(instant, COMPACTION)
+        stat = self._write_base(instant, records)
+        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="COMPACT", compacted=True,
+                              extra_metadata={"schema": RECORD_SCHEMA})
+        tl.complete(instant, COMMIT, meta.to_json().encode("utf-8"))
+        delete_markers(self.storage, instant)
+        self._clean(latest + CLEAN_SUFFIX)
+        self._archive(data_timeline)
+        return instant
+
+    def _write_base(self, instant: str, records: list[tuple[str, dict]]) -> WriteStat:
+        from pyhudi.io.bloom import BloomFilter
+
+        cells = encode_records(records, RECORD_SCHEMA)
+        bloom = BloomFilter()
+        bloom.add_keys([row.decode() for row, _value in cells])
+        rel = f"{FILES_PARTITION}/{hfile_name(instant)}"
+        create_marker(self.storage, instant, rel, CREATE)
+        info = {"schema": RECORD_SCHEMA.encode(), "bloomFilterTypeCode": b"DYNAMIC_V0",
+                "minRecordKey": cells[0][0] if cells else b"", "maxRecordKey": cells[-1][0] if cells else b""}
+        data = write_hfile(cells, block_size=1024 * 1024, codec="GZ", file_info=info,
+                           meta_blocks={"bloomFilter": bloom.serialize().encode()})
+        self.storage.write_bytes(rel, data)
+        return WriteStat(FILE_GROUP, rel, FILES_PARTITION, prevCommit="null", numWrites=len(records),
+                         numInserts=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data))
+
+    def _clean(self, instant: str) -> None:
+        """Delete slices older than the previous one: readers that listed the MDT before this
+        compaction still find their slice."""
+        from pyhudi.services.clean import CleanPlan, run_clean
+        from pyhudi.table.table import HudiTable
+        from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
+        from pyhudi.timeline.instant import CLEAN
+
+        done = self.completed()
+        bases = sorted({parsed.instant_time for info in self.storage.list_files(FILES_PARTITION)
+                        if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None
+                        and parsed.instant_time in done})
+        if len(bases) < 3:
+            return
+        keep_from = bases[-2]
+        doomed = []
+        for info in self.storage.list_files(FILES_PARTITION):
+            parsed = parse_base_file(info.name) if info.name.endswith(".hfile") else None
+            lf = parse_log_file(info.name)
+            slice_time = parsed.instant_time if parsed else lf.base_instant if lf else None
+            if slice_time is not None and slice_time < keep_from:
+                doomed.append(f"{FILES_PARTITION}/{info.name}")
+        if not doomed:
+            return
+        mdt = HudiTable(self.storage.base_uri)
+        plan = CleanPlan("KEEP_LATEST_FILE_VERSIONS", None, bases[-1], {FILES_PARTITION: tuple(sorted(doomed))})
+        mdt.timeline.create_requested(instant, CLEAN, write_record(CLEANER_PLAN, plan.to_avro(mdt)))
+        run_clean(mdt, instant)
+        self.timeline.reload()
+
+    def _archive(self, data_timeline: Timeline) -> None:
+        """Archive the MDT timeline to its newest instants: never its latest compaction or anything
+        after it, nor the delta commits of data instants still on the active timeline."""
+        from pyhudi.timeline.archive import archive_instants
+
+        tl = self.timeline.reload()
+        done = tl.completed()
+        if len(done) <= KEEP_MAX:
+            return
+        limits = [t for t in (self.latest_compaction(), data_timeline.first_data_instant_time()) if t]
+        if not limits:
+            return
+        candidates = [i.timestamp for i in done if i.timestamp < min(limits)]
+        chosen = candidates[:max(0, len(done) - KEEP_MIN)]
+        if chosen:
+            archive_instants(self.storage, tl, chosen)
+            tl.reload()

@@ -1,0 +1,204 @@
+"""The metadata table pyhudi writes: created on the first write, in step with every action,
+compacted, cleaned and archived, undone with failed writes, removed when disabled, and used to plan."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+import pytest
+from conftest import hudi_rs_rows, kill_writer_on_failure, pyhudi_rows
+from pyspark.sql import types as T
+
+import pyhudi
+from pyhudi.cli_metadata import validate, validate_text
+from pyhudi.metadata.table import MetadataTable
+from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, ROLLBACK, SAVEPOINT
+from pyhudi.timeline.timeline import Timeline
+
+SCHEMA = T.StructType([T.StructField("id", T.StringType()), T.StructField("p", T.StringType()),
+                       T.StructField("ts", T.LongType())])
+OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts"}
+
+
+def _rows(spark, rows):
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def _agrees(path: str) -> MetadataTable:
+    table = pyhudi.HudiTable(path)
+    assert table.has_metadata_table()
+    result = validate(table)
+    assert result.agrees, validate_text(result)
+    return MetadataTable(table.storage)
+
+
+def _in_metadata_table(timeline: Timeline) -> bool:
+    return "/.hoodie/metadata" in timeline.storage.base_path
+
+
+def _kill_when(monkeypatch, doomed) -> None:
+    """The writer dies (no rollback, heartbeat expired) at the instant completion ``doomed(timeline,
+    action)`` picks."""
+    original = Timeline.complete
+
+    def complete(self, timestamp, action, content):
+        if doomed(self, action):
+            raise KeyboardInterrupt("killed")
+        return original(self, timestamp, action, content)
+
+    monkeypatch.setattr(Timeline, "complete", complete)
+    kill_writer_on_failure(monkeypatch)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, table_type):
+    """Writes, deletes, cleans, compactions, a rollback, a savepoint and a restore: after each the
+    metadata table lists exactly the files in storage; its timeline mirrors the data table's, is
+    compacted every 3 delta commits, cleaned and archived; hudi-rs reads what pyhudi reads."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type, "hoodie.metadata.compact.max.delta.commits": "3",
+            "hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.compact.inline.max.delta.commits": "2"}
+    expected: dict[str, int] = {}
+    for n in range(12):
+        rows = [(f"k{i}", f"p{i % 3}", n) for i in range(n % 4, 30, 3)]
+        op = "delete" if n % 5 == 4 else "upsert"
+        pyhudi.write(_rows(spark, rows), path, {**opts, "hoodie.datasource.write.operation": op})
+        for key, _p, ts in rows:
+            if op == "delete":
+                expected.pop(key, None)
+            else:
+                expected[key] = ts
+        mdt = _agrees(path)
+        if n == 6:
+            saved = pyhudi.HudiTable(path).timeline.completed_writes()[-1].timestamp
+            pyhudi.create_savepoint(path, saved)
+            at_savepoint = dict(expected)
+    pyhudi.rollback(path)  # the latest write, completed: undone in the MDT too
+    _agrees(path)
+    pyhudi.restore(path, saved)
+    mdt = _agrees(path)
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == sorted(at_savepoint.items())
+    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == sorted(at_savepoint.items())
+    mdt_instants = {i.timestamp: i for i in mdt.timeline.reload().instants()}
+    for inst in pyhudi.HudiTable(path).timeline.completed():  # every data action has its delta commit
+        if inst.action != SAVEPOINT and inst.timestamp >= (mdt.base_instant() or ""):
+            assert mdt_instants[inst.timestamp].action == DELTA_COMMIT, inst
+    assert mdt.timeline.completed([COMMIT]), "the metadata table was compacted"
+    assert len(mdt.timeline.instants()) <= 30 + 3, "the metadata timeline is archived"
+    files = os.listdir(os.path.join(path, ".hoodie", "metadata", "files"))
+    assert sum(f.endswith(".hfile") for f in files) <= 3, "old metadata slices are cleaned"
+
+
+def test_a_write_killed_after_its_metadata_delta_commit_is_undone_in_both(spark, tmp_path, monkeypatch):
+    """The MDT delta commit completes, the data instant never does: readers ignore the delta
+    commit, and the next writer's rollback undoes it (an MDT rollback at the rollback's time + 006)."""
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1), ("b", "y", 1)]), path, OPTS)
+    _kill_when(monkeypatch, lambda timeline, action: not _in_metadata_table(timeline))
+    with pytest.raises(KeyboardInterrupt):
+        pyhudi.write(_rows(spark, [("a", "x", 2), ("c", "x", 2)]), path, OPTS)
+    monkeypatch.undo()
+    table = pyhudi.HudiTable(path)
+    failed = table.timeline.pending()[0].timestamp
+    mdt = MetadataTable(table.storage)
+    assert mdt.timeline.reload().is_completed(failed), "the MDT delta commit of the failed write completed"
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 1), ("b", 1)]
+    assert not [f for files in mdt.listing(table.timeline).files.values() for f in files if failed in f]
+    pyhudi.write(_rows(spark, [("d", "y", 3)]), path, OPTS)
+    mdt = _agrees(path)
+    rollback = pyhudi.HudiTable(path).timeline.completed([ROLLBACK])[0].timestamp
+    assert failed not in {i.timestamp for i in mdt.timeline.reload().instants()}
+    assert mdt.timeline.completed([ROLLBACK])[0].timestamp == rollback + "006"
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 1), ("b", 1), ("d", 3)]
+
+
+def test_a_write_killed_inside_the_metadata_table_is_rolled_back_there(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    _kill_when(monkeypatch, lambda timeline, action: _in_metadata_table(timeline))
+    with pytest.raises(KeyboardInterrupt):
+        pyhudi.write(_rows(spark, [("b", "x", 2)]), path, OPTS)
+    monkeypatch.undo()
+    mdt = MetadataTable(pyhudi.HudiTable(path).storage)
+    assert mdt.timeline.reload().pending([DELTA_COMMIT])
+    pyhudi.write(_rows(spark, [("c", "y", 3)]), path, OPTS)
+    mdt = _agrees(path)
+    assert not mdt.timeline.reload().pending()
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "c"]
+
+
+def test_disabling_removes_the_metadata_table_and_enabling_builds_it_from_storage(spark, tmp_path):
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1), ("b", "y", 1)]), path, OPTS)
+    _agrees(path)
+    pyhudi.write(_rows(spark, [("c", "x", 2)]), path, {**OPTS, "hoodie.metadata.enable": "false"})
+    table = pyhudi.HudiTable(path)
+    assert not os.path.exists(os.path.join(path, ".hoodie", "metadata"))
+    assert "hoodie.table.metadata.partitions" not in table.properties
+    assert not table.has_metadata_table() and table.metadata_listing() is None
+    pyhudi.write(_rows(spark, [("d", "y", 3)]), path, OPTS)
+    table = pyhudi.HudiTable(path)
+    mdt = _agrees(path)
+    init = mdt.timeline.completed([DELTA_COMMIT])[0].timestamp
+    second = table.timeline.completed_writes()[1].timestamp
+    assert init == second + "010", "initialized at the latest completed instant + 010"
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "b", "c", "d"]
+
+
+def test_a_stale_metadata_table_is_not_trusted_and_is_rebuilt(spark, tmp_path, caplog):
+    """A write that did not keep the MDT (an older writer) leaves it behind: readers list storage
+    with a warning, and the next write rebuilds it."""
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    old = str(tmp_path / "old_mdt")
+    shutil.copytree(os.path.join(path, ".hoodie", "metadata"), old)
+    pyhudi.write(_rows(spark, [("b", "y", 2)]), path, OPTS)
+    shutil.rmtree(os.path.join(path, ".hoodie", "metadata"))
+    shutil.copytree(old, os.path.join(path, ".hoodie", "metadata"))
+    table = pyhudi.HudiTable(path)
+    with caplog.at_level(logging.WARNING, logger="pyhudi"):
+        assert table.metadata_listing() is None
+    assert "behind the timeline" in caplog.text
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "b"]
+    pyhudi.write(_rows(spark, [("c", "x", 3)]), path, OPTS)
+    _agrees(path)
+    assert pyhudi.HudiTable(path).metadata_listing() is not None
+
+
+def test_planning_takes_the_file_list_from_the_metadata_table(spark, tmp_path):
+    """A data file the MDT does not list (here: one copied in behind pyhudi's back, named like a
+    committed file) is not planned while the MDT is usable; a storage listing would pick it up."""
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    table = pyhudi.HudiTable(path)
+    base = table.file_system_view().latest_base_files()[0]
+    stray = base.name.replace(base.file_id, "00000000-0000-0000-0000-000000000000-0")
+    shutil.copy(os.path.join(path, base.path), os.path.join(path, "x", stray))
+    names = {b.name for b in pyhudi.HudiTable(path).file_system_view().latest_base_files()}
+    assert stray not in names and base.name in names
+    from pyhudi.table.fs_view import FileSystemView
+
+    listed = FileSystemView(table.storage, table.timeline)
+    assert stray in {b.name for b in listed.latest_base_files()}
+
+
+def test_a_write_killed_in_the_metadata_compaction_leaves_both_tables_usable(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.compact.max.delta.commits": "1"}
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
+    _kill_when(monkeypatch, lambda timeline, action: _in_metadata_table(timeline) and action == COMMIT)
+    with pytest.raises(KeyboardInterrupt):
+        pyhudi.write(_rows(spark, [("b", "x", 2)]), path, opts)
+    monkeypatch.undo()
+    mdt = MetadataTable(pyhudi.HudiTable(path).storage)
+    assert mdt.timeline.reload().pending(), "a compaction was left pending"
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a"]
+    pyhudi.write(_rows(spark, [("c", "y", 3)]), path, opts)
+    mdt = _agrees(path)
+    assert not mdt.timeline.reload().pending() and mdt.timeline.completed([COMMIT])
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "c"]
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "c"]
