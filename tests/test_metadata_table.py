@@ -57,7 +57,8 @@ def _kill_when(monkeypatch, doomed) -> None:
 def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, table_type):
     """Writes, deletes, cleans, compactions, a rollback, a savepoint and a restore: after each the
     metadata table lists exactly the files in storage; its timeline mirrors the data table's, is
-    compacted every 3 delta commits, cleaned and archived; hudi-rs reads what pyhudi reads."""
+    compacted every 3 delta commits, cleaned and archived; a restore rebuilds it from storage;
+    hudi-rs reads what pyhudi reads."""
     path = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type, "hoodie.metadata.compact.max.delta.commits": "3",
             "hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
@@ -77,20 +78,21 @@ def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, tabl
             saved = pyhudi.HudiTable(path).timeline.completed_writes()[-1].timestamp
             pyhudi.create_savepoint(path, saved)
             at_savepoint = dict(expected)
-    pyhudi.rollback(path)  # the latest write, completed: undone in the MDT too
-    _agrees(path)
-    pyhudi.restore(path, saved)
-    mdt = _agrees(path)
-    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == sorted(at_savepoint.items())
-    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == sorted(at_savepoint.items())
     mdt_instants = {i.timestamp: i for i in mdt.timeline.reload().instants()}
     for inst in pyhudi.HudiTable(path).timeline.completed():  # every data action has its delta commit
-        if inst.action != SAVEPOINT and inst.timestamp >= (mdt.base_instant() or ""):
+        if inst.action != SAVEPOINT and inst.timestamp > (mdt.base_instant() or ""):
             assert mdt_instants[inst.timestamp].action == DELTA_COMMIT, inst
     assert mdt.timeline.completed([COMMIT]), "the metadata table was compacted"
     assert len(mdt.timeline.instants()) <= 30 + 3, "the metadata timeline is archived"
     files = os.listdir(os.path.join(path, ".hoodie", "metadata", "files"))
     assert sum(f.endswith(".hfile") for f in files) <= 3, "old metadata slices are cleaned"
+    pyhudi.rollback(path)  # the latest write, completed: undone in the MDT too
+    _agrees(path)
+    restored = pyhudi.restore(path, saved)
+    mdt = _agrees(path)
+    assert mdt.base_instant() == restored.instant + "010", "rebuilt from storage at the restore"
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == sorted(at_savepoint.items())
+    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == sorted(at_savepoint.items())
 
 
 def test_a_write_killed_after_its_metadata_delta_commit_is_undone_in_both(spark, tmp_path, monkeypatch):
@@ -151,22 +153,44 @@ def test_disabling_removes_the_metadata_table_and_enabling_builds_it_from_storag
 
 def test_a_stale_metadata_table_is_not_trusted_and_is_rebuilt(spark, tmp_path, caplog):
     """A write that did not keep the MDT (an older writer) leaves it behind: readers list storage
-    with a warning, and the next write rebuilds it."""
+    with a warning; a table service finding it behind declares it unusable instead of updating it
+    (a compaction would hide the gap); the next write rebuilds it."""
     path = str(tmp_path / "t")
-    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    opts = {**OPTS, "hoodie.clean.automatic": "false"}
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
     old = str(tmp_path / "old_mdt")
     shutil.copytree(os.path.join(path, ".hoodie", "metadata"), old)
-    pyhudi.write(_rows(spark, [("b", "y", 2)]), path, OPTS)
+    pyhudi.write(_rows(spark, [("a", "x", 2)]), path, opts)  # a new version of a's file
     shutil.rmtree(os.path.join(path, ".hoodie", "metadata"))
     shutil.copytree(old, os.path.join(path, ".hoodie", "metadata"))
     table = pyhudi.HudiTable(path)
     with caplog.at_level(logging.WARNING, logger="pyhudi"):
         assert table.metadata_listing() is None
     assert "behind the timeline" in caplog.text
-    assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "b"]
-    pyhudi.write(_rows(spark, [("c", "x", 3)]), path, OPTS)
+    assert [(r["id"], r["ts"]) for r in pyhudi_rows(spark, path)] == [("a", 2)]
+    assert pyhudi.clean(path, {"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS",  # deletes a's first version
+                               "hoodie.clean.fileversions.retained": "1"})
+    table = pyhudi.HudiTable(path)
+    assert not table.has_metadata_table() and table.metadata_listing() is None
+    assert [(r["id"], r["ts"]) for r in pyhudi_rows(spark, path)] == [("a", 2)]
+    pyhudi.write(_rows(spark, [("c", "x", 3)]), path, opts)
     _agrees(path)
     assert pyhudi.HudiTable(path).metadata_listing() is not None
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 2), ("c", 3)]
+
+
+def test_metadata_partitions_pyhudi_does_not_keep_are_removed(spark, tmp_path):
+    """An Apache Hudi writer's record index would go stale under pyhudi's writes: it is removed and
+    no longer declared; the files partition stays."""
+    path = str(tmp_path / "t")
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    table = pyhudi.HudiTable(path)
+    table.update_properties({"hoodie.table.metadata.partitions": "files,record_index"})
+    os.makedirs(os.path.join(path, ".hoodie", "metadata", "record_index"))
+    pyhudi.write(_rows(spark, [("b", "x", 2)]), path, OPTS)
+    assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
+    assert not os.path.exists(os.path.join(path, ".hoodie", "metadata", "record_index"))
+    _agrees(path)
 
 
 def test_planning_takes_the_file_list_from_the_metadata_table(spark, tmp_path):

@@ -7,8 +7,9 @@ Every completed action is applied to the metadata table as one delta commit of t
   in one commit keeps the larger size). Replaced file groups stay listed: their files remain
   until the cleaner deletes them;
 * a clean: per partition, the files it deleted (``isDeleted``);
-* a rollback (and each rollback inside a restore): per partition, the files it deleted, and the
-  log files it appended rollback blocks to, with their sizes.
+* a rollback (and each rollback inside a restore): per partition, the files it deleted, the log
+  files it wrote rollback blocks to, and the log files the failed instant appended to, with their
+  sizes (an append the metadata table never saw still grew the file).
 
 A non-partitioned table's files are recorded under ``.``.
 """
@@ -53,7 +54,8 @@ def rollback_records(rollback_metadata: Mapping[str, Any]) -> list[Record]:
     """The records of a completed rollback (``HoodieRollbackMetadata``)."""
     records = []
     for partition, meta in sorted((rollback_metadata.get("partitionMetadata") or {}).items()):
-        appended = {posixpath.basename(f): int(size) for f, size in (meta.get("rollbackLogFiles") or {}).items()}
+        appended = {posixpath.basename(f): int(size) for key in ("logFilesFromFailedCommit", "rollbackLogFiles")
+                    for f, size in (meta.get(key) or {}).items()}
         deleted = [posixpath.basename(f) for f in meta.get("successDeleteFiles") or []]
         records.append(files_record(partition, appended, deleted))
     return records

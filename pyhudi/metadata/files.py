@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -120,6 +121,10 @@ class FileListing:
             return
         partition = "" if key == NON_PARTITIONED_KEY else key
         files = self.files.setdefault(partition, {})
+        if not files:  # the partition's first record (the base file's): taken whole
+            files.update((name, int(info.get("size") or 0)) for name, info in entries.items()
+                         if not info.get("isDeleted"))
+            return
         for name, info in entries.items():
             if info.get("isDeleted"):
                 files.pop(name, None)
@@ -146,18 +151,22 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
     """
     folder = f"{METADATA_FOLDER}/{FILES_PARTITION}"
     bases, logs = [], []
+    first_active = min(mdt_completed, default="")
     for info in storage.list_files(folder):
         if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
-            if parsed.instant_time in mdt_completed:
-                bases.append((parsed.instant_time, info.name))
+            # a base file of an archived MDT instant (older than its active timeline) is committed
+            if parsed.instant_time in mdt_completed or parsed.instant_time < first_active:
+                bases.append((parsed.instant_time, info.name, info.size))
         elif parse_log_file(info.name) is not None:
-            logs.append(info.name)
+            logs.append((info.name, info.size))
     listing = FileListing()
     base_instant = ""
+    if not bases and mdt_completed:
+        raise HudiCorruptFileError(f"the metadata table of {storage.base_uri} has no base file of a completed instant "
+                                   "(compacted and cleaned while being read?)")
     if bases:
-        base_instant, name = max(bases)
-        reader = HFileReader(storage.read_bytes(posixpath.join(folder, name)), source=name)
-        for key, record in decode_records(reader, None):
+        base_instant, name, size = max(bases)
+        for key, record in _decoded(storage, posixpath.join(folder, name), size)[0][2]:
             listing.apply(key, record)
 
     def visible(instant: str) -> bool:
@@ -172,16 +181,50 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
 
     blocks = []
     by_completion = any(done is not None for done in mdt_completed.values())
-    for name in logs:
+    for name, size in logs:
         log_name = parse_log_file(name)
         assert log_name is not None
         if not by_completion and base_instant and log_name.base_instant != base_instant:
             continue  # a log file of an older slice, compacted into the base file
-        for block in read_blocks(storage.read_bytes(posixpath.join(folder, name)), source=name):
-            instant = block.instant_time or ""
-            if block.block_type == BlockType.HFILE_DATA_BLOCK and visible(instant):
-                blocks.append((instant, name, block))
-    for _instant, name, block in sorted(blocks, key=lambda b: (b[0], b[1])):
-        for key, record in decode_records(HFileReader(block.content, source=name), block.schema):
+        for instant, position, records in _decoded(storage, posixpath.join(folder, name), size):
+            if visible(instant):
+                blocks.append((instant, name, position, records))
+    for *_order, records in sorted(blocks, key=lambda b: b[:3]):
+        for key, record in records:
             listing.apply(key, record)
     return listing
+
+
+#: decoded records of MDT files read lately: (path, size) -> [(instant, block position, records)]
+_DECODED: OrderedDict[tuple[str, int], list[tuple[str, int, list[tuple[str, dict]]]]] = OrderedDict()
+_DECODED_MAX = 32
+
+
+def _decoded(storage: Storage, rel: str, size: int) -> list[tuple[str, int, list[tuple[str, dict]]]]:
+    """The records of an MDT base HFile (one entry) or of a log file's HFile data blocks.
+
+    MDT files do not change once written (a log file Hudi appended to has a new size), and every
+    planning reads the same base file and logs, so their decoded records are kept per process."""
+    key = (storage.full(rel), size)
+    if key in _DECODED:
+        _DECODED.move_to_end(key)
+        return _DECODED[key]
+    data = storage.read_bytes(rel)
+    name = posixpath.basename(rel)
+    if name.endswith(".hfile"):
+        out = [("", 0, list(decode_records(HFileReader(data, source=name), None)))]
+    else:
+        out = [(block.instant_time or "", position, list(decode_records(HFileReader(block.content, source=name),
+                                                                        block.schema)))
+               for position, block in enumerate(read_blocks(data, source=name))
+               if block.block_type == BlockType.HFILE_DATA_BLOCK]
+    if len(data) == size:  # the listing's size: the file did not grow meanwhile
+        _DECODED[key] = out
+        while len(_DECODED) > _DECODED_MAX:
+            _DECODED.popitem(last=False)
+    return out
+
+
+def clear_cache() -> None:
+    """Forget decoded MDT files (benchmarks measure cold reads with it)."""
+    _DECODED.clear()

@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 
 from pyhudi.metadata.convert import Record, commit_records, merge_records, rollback_records
-from pyhudi.metadata.table import MetadataTable, usable_partitions
+from pyhudi.metadata.table import INIT_SUFFIX, MetadataTable, usable_partitions
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
-from pyhudi.table.properties import load_table_config
+from pyhudi.table.properties import load_table_config, store_table_config
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
@@ -60,43 +60,88 @@ def action_records(action: str, content: bytes, *, source: str) -> tuple[list[Re
 
 
 def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,
-                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS) -> Instant:
-    """Apply a data-table action to the metadata table (if the table has one), then complete it."""
+                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False) -> Instant:
+    """Apply a data-table action to the metadata table (if the table has one), then complete it.
+
+    A restore, and a rollback finished from its plan after a crash (``rebuild``), may have undone
+    more than their metadata records: the metadata table is rebuilt from storage instead, at the
+    instant's time + ``010``. A metadata table that missed an action (a writer that did not keep
+    it) is not updated, but declared unusable, so that readers list storage and the next write
+    rebuilds it."""
     mdt = metadata_table_of(storage, timeline)
     if mdt is not None:
-        records, undo = action_records(action, content, source=f"{action} {instant}")
-        mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits)
+        if rebuild or action == RESTORE:
+            mdt.initialize(timeline, load_table_config(storage).props, committed_files(storage, timeline),
+                           instant=instant + INIT_SUFFIX)
+        elif lag := mdt.lag(timeline):
+            log.warning("the metadata table of %s missed %s; readers list storage until the next write rebuilds it",
+                        storage.base_uri, ", ".join(lag[:3]))
+            _set_partitions(storage, None)
+        else:
+            records, undo = action_records(action, content, source=f"{action} {instant}")
+            mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits)
     return timeline.complete(instant, action, content)
 
 
-def prepare_metadata_table(table: HudiTable, *, enabled: bool) -> None:
-    """At the start of a write, under the table lock: build the metadata table from storage when it
-    is enabled and missing or stale (a writer that did not keep it wrote since), or remove it when
-    disabled, as Hudi does, so that no reader trusts a file list that writes no longer maintain."""
-    mdt = MetadataTable(table.storage)
-    usable = "files" in usable_partitions(table.config.props)
-    if not enabled:
-        if usable or mdt.storage.is_dir(""):
-            table.update_properties({P.METADATA_PARTITIONS: None, METADATA_PARTITIONS_INFLIGHT: None})
-            mdt.delete()
-            log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
-        return
-    if table.config.layout_version != 1:
-        return
-    timeline = table.timeline
-    if usable and mdt.exists():
-        lag = mdt.lag(timeline)
-        if not lag:
-            return
-        log.warning("the metadata table of %s is behind the timeline (%s not applied); rebuilding it from storage",
-                    table.path, ", ".join(lag[:3]))
-    if usable:
-        table.update_properties({P.METADATA_PARTITIONS: None})
-    view = FileSystemView(table.storage, timeline, include_replaced=True)
+def _set_partitions(storage: Storage, value: str | None) -> None:
+    props = dict(load_table_config(storage).props)
+    props.pop(METADATA_PARTITIONS_INFLIGHT, None)
+    if value is None:
+        props.pop(P.METADATA_PARTITIONS, None)
+    else:
+        props[P.METADATA_PARTITIONS] = value
+    store_table_config(storage, props)
+
+
+def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str, int]]:
+    """Partition -> file name -> size of every file of committed slices in storage (replaced file
+    groups included: their files stay listed until the cleaner deletes them)."""
+    view = FileSystemView(storage, timeline, include_replaced=True)
     files: dict[str, dict[str, int]] = {p: {} for p in view.partitions}
     for group in view.file_groups():
         for piece in group.slices:
             for f in ([piece.base_file] if piece.base_file else []) + list(piece.log_files):
                 files[f.partition_path][f.name] = f.size
-    mdt.initialize(timeline, table.config.props, files)
-    table.update_properties({P.METADATA_PARTITIONS: "files"})
+    return files
+
+
+def prepare_metadata_table(table: HudiTable, *, enabled: bool) -> None:
+    """At the start of a write, under the table lock: build the metadata table from storage when it
+    is enabled and missing or stale (a writer that did not keep it wrote since), or remove it when
+    disabled, as Hudi does, so that no reader trusts a file list that writes no longer maintain.
+
+    pyhudi keeps the ``files`` partition only: other partitions an Apache Hudi writer declared
+    (column statistics, bloom filters, record index) would go stale under pyhudi's writes, so
+    they are deleted and no longer declared."""
+    mdt = MetadataTable(table.storage)
+    declared = usable_partitions(table.config.props) | usable_partitions(
+        {P.METADATA_PARTITIONS: table.config.props.get(METADATA_PARTITIONS_INFLIGHT, "")})
+    usable = "files" in usable_partitions(table.config.props)
+    if not enabled:
+        if declared or mdt.storage.is_dir(""):
+            _set_partitions(table.storage, None)
+            mdt.delete()
+            log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
+        table.reload()
+        return
+    if table.config.layout_version != 1:
+        return
+    for other in sorted(declared - {"files"}):
+        log.warning("pyhudi does not maintain the %s partition of the metadata table of %s; removing it",
+                    other, table.path)
+        mdt.storage.delete_dir(other)
+    if declared - {"files"}:
+        _set_partitions(table.storage, "files" if usable else None)
+    timeline = table.timeline
+    if usable and mdt.exists():
+        lag = mdt.lag(timeline)
+        if not lag:
+            table.reload()
+            return
+        log.warning("the metadata table of %s is behind the timeline (%s not applied); rebuilding it from storage",
+                    table.path, ", ".join(lag[:3]))
+    if usable:
+        _set_partitions(table.storage, None)
+    mdt.initialize(timeline, table.config.props, committed_files(table.storage, timeline))
+    _set_partitions(table.storage, "files")
+    table.reload()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file
@@ -132,12 +132,14 @@ class MetadataTable:
 
     # -- initialization and removal --------------------------------------------------------------
     def initialize(self, data_timeline: Timeline, data_props: Mapping[str, str],
-                   files: Mapping[str, Mapping[str, int]]) -> str:
-        """Create the MDT with ``files`` (partition -> name -> size) as its first base file."""
+                   files: Mapping[str, Mapping[str, int]], *, instant: str | None = None) -> str:
+        """Create the MDT with ``files`` (partition -> name -> size) as its first base file, at
+        ``instant`` (default: the latest completed data instant + ``010``, as Hudi does)."""
         self.storage.delete_dir("")
         self._timeline = None
-        done = [i.timestamp for i in data_timeline.completed()]
-        instant = (max(done) if done else INIT_INSTANT_PREFIX) + INIT_SUFFIX
+        if instant is None:
+            done = [i.timestamp for i in data_timeline.completed()]
+            instant = (max(done) if done else INIT_INSTANT_PREFIX) + INIT_SUFFIX
         from pyhudi.table.table import HudiTable
 
         name = data_props.get(P.NAME, "table")
@@ -178,13 +180,13 @@ class MetadataTable:
         table lock and completes the data instant right after). ``undo``: data instants the
         action rolls back, whose MDT delta commits go first."""
         tl = self.timeline.reload()
-        self._rollback_failed(tl, keep=instant)
-        targets = [t for t in undo if any(i.timestamp == t for i in tl.instants())]
-        for target in targets:
-            rb_time = instant + ROLLBACK_SUFFIX if len(targets) == 1 else None
-            self._undo(tl, target, rb_time)
-        if any(i.timestamp == instant for i in tl.instants()):
-            self._undo(tl, instant, None)  # an earlier attempt of this instant: apply it afresh
+        rollback_times = self._rollback_times(instant)
+        self._finish_interrupted(tl, keep=instant, rollback_times=rollback_times)
+        for target in undo:
+            if any(i.timestamp == target and i.action == DELTA_COMMIT for i in tl.instants()):
+                self._undo(tl, target, next(rollback_times))
+        if any(i.timestamp == instant for i in tl.instants()):  # an earlier attempt: apply it afresh
+            self._undo(tl, instant, next(rollback_times))
         self._compact_if_due(data_timeline, max_delta_commits)
         base = self.base_instant()
         if base is None:
@@ -208,16 +210,37 @@ class MetadataTable:
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
 
-    def _undo(self, tl: Timeline, instant: str, rb_time: str | None) -> None:
+    def _rollback_times(self, instant: str) -> Iterator[str]:
+        """Times of the MDT rollbacks an update at ``instant`` makes: ``instant`` + ``006`` (Hudi's
+        rollback suffix) and the next suffixes, never a data-table instant time."""
+        taken = {i.timestamp for i in self.timeline.instant_files}
+        for n in range(int(ROLLBACK_SUFFIX), int(INIT_SUFFIX)):
+            if f"{instant}{n:03d}" not in taken:
+                yield f"{instant}{n:03d}"
+        raise HudiCorruptFileError(f"the metadata table {self.storage.base_uri} has no rollback time left "
+                                   f"for instant {instant}")
+
+    def _undo(self, tl: Timeline, instant: str, rb_time: str) -> None:
         from pyhudi.services.rollback import rollback_instant
 
-        rollback_instant(self.storage, tl, tl.find(instant), rb_time=rb_time)
+        target = next(i for i in tl.instants() if i.timestamp == instant)
+        rollback_instant(self.storage, tl, target, rb_time=rb_time)
 
-    def _rollback_failed(self, tl: Timeline, *, keep: str) -> None:
-        """Undo MDT instants a crash left pending (their data instants never completed)."""
+    def _finish_interrupted(self, tl: Timeline, *, keep: str, rollback_times: Iterator[str]) -> None:
+        """Finish what a crash left pending in the MDT: its rollbacks and cleans run to the end;
+        its delta commits and compactions (whose data instants never completed) are undone."""
+        from pyhudi.services.clean import run_clean
+        from pyhudi.services.rollback import finish_pending_rollbacks
+        from pyhudi.table.table import HudiTable
+        from pyhudi.timeline.instant import CLEAN
+
+        finish_pending_rollbacks(self.storage, tl)
+        for inst in tl.pending([CLEAN]):
+            run_clean(HudiTable(self.storage.base_uri), inst.timestamp)
+        tl.reload()
         for inst in tl.pending([DELTA_COMMIT, COMPACTION]):
             if inst.timestamp != keep:
-                self._undo(tl, inst.timestamp, None)
+                self._undo(tl, inst.timestamp, next(rollback_times))
 
     # -- compaction, clean, archival ---------------------------------------------------------------
     def _compact_if_due(self, data_timeline: Timeline, max_delta_commits: int) -> str | None:
@@ -278,10 +301,10 @@ class MetadataTable:
         from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
         from pyhudi.timeline.instant import CLEAN
 
-        done = self.completed()
+        pending = {i.timestamp for i in self.timeline.reload().pending()}  # archived compactions count
         bases = sorted({parsed.instant_time for info in self.storage.list_files(FILES_PARTITION)
                         if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None
-                        and parsed.instant_time in done})
+                        and parsed.instant_time not in pending})
         if len(bases) < 3:
             return
         keep_from = bases[-2]

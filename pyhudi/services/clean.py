@@ -281,8 +281,9 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
     for p, rels in sorted(plan.files.items()):
         done = [posixpath.basename(rel) for q, rel, ok in outcome if q == p and ok]
         failed = [posixpath.basename(rel) for q, rel, ok in outcome if q == p and not ok]
-        partition_meta[p] = {"partitionPath": p, "policy": plan.policy,
-                             "deletePathPatterns": [posixpath.basename(r) for r in rels],
+        partition_meta[p] = {"partitionPath": p, "policy": plan.policy,  # savepointed files stay
+                             "deletePathPatterns": [posixpath.basename(r) for r in rels
+                                                    if posixpath.basename(r) not in saved],
                              "successDeleteFiles": done, "failedDeleteFiles": failed,
                              "isPartitionDeleted": False}
     deleted = sum(1 for *_, ok in outcome if ok)

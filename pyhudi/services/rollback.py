@@ -218,7 +218,9 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
             metadata = rollback_metadata(rb.timestamp, target, action)
         if not timeline.has_state(rb.timestamp, State.INFLIGHT, ROLLBACK):
             timeline.transition_inflight(rb.timestamp, ROLLBACK)
-        complete_instant(storage, timeline, rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
+        # the metadata records of what the interrupted attempt did are lost: rebuild from storage
+        complete_instant(storage, timeline, rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata),
+                         rebuild=True)
         done.append(rb.timestamp)
     return done
 

@@ -73,7 +73,7 @@ class Instant:
         return f"[{self.timestamp}__{self.action}__{self.state.name}]"
 
 
-_NAME = re.compile(r"^(\d{14,20})(?:_(\d{14,17}))?\.([a-z]+)(?:\.(requested|inflight))?$")
+_NAME = re.compile(r"^(\d{14,23})(?:_(\d{14,17}))?\.([a-z]+)(?:\.(requested|inflight))?$")
 
 
 def parse_instant_file(name: str) -> Instant | None:
