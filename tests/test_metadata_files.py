@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from pyhudi.metadata.files import read_files_partition
 from pyhudi.table.table import HudiTable
-
-DATA = Path(__file__).parent / "data" / "mdt"
-
-
-@pytest.fixture(scope="module")
-def v9_table(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("mdt")
-    with zipfile.ZipFile(DATA / "v9_txns_simple_meta.zip") as z:
-        z.extractall(dest)
-    return dest / "v9_txns_simple_meta"
 
 
 def _listing(path: Path, *, drop_data_instant: str | None = None):

@@ -67,7 +67,9 @@ def decode_records(reader: HFileReader, schema_json: str | None) -> Iterator[tup
         raise HudiCorruptFileError(f"{reader.source} has no Avro schema to decode its records with")
     schema = _parsed_schema(schema_text)
     for row, value in reader.items():
-        record: dict = fastavro.schemaless_reader(io.BytesIO(value), schema)  # type: ignore[assignment]
+        # a union of several records (a column statistic's wrapped value) decodes as (name, record)
+        record: dict = fastavro.schemaless_reader(  # type: ignore[assignment,call-overload]
+            io.BytesIO(value), schema, return_record_name=True, return_record_name_override=True)
         key = row.decode()
         record["key"] = key
         yield key, record
@@ -137,7 +139,19 @@ class FileListing:
 
 def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | None],
                          data_completed: set[str] | None = None, archived_before: str | None = None) -> FileListing:
-    """The listing the ``files`` partition holds, from its latest completed base file and logs.
+    """The listing the ``files`` partition holds (see :func:`read_partition` for the arguments)."""
+    listing = FileListing()
+    for key, record in read_partition(storage, FILES_PARTITION, mdt_completed=mdt_completed,
+                                      data_completed=data_completed, archived_before=archived_before):
+        listing.apply(key, record)
+    return listing
+
+
+def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
+                   data_completed: set[str] | None = None,
+                   archived_before: str | None = None) -> list[tuple[str, dict]]:
+    """The records of an MDT partition in the order they merge: per file group, its latest
+    completed base file, then the log blocks written after it by completed instants.
 
     ``mdt_completed``: completed instants of the MDT's timeline, each with its completion time
     (table version 8 and later; None in version 6). ``data_completed``: completed instants of the
@@ -149,50 +163,48 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
     names the base instant of its slice; from version 8 a log file belongs to the newest slice
     whose (compaction) instant is older than its delta commit's completion.
     """
-    folder = f"{METADATA_FOLDER}/{FILES_PARTITION}"
-    bases, logs = [], []
-    first_active = min(mdt_completed, default="")
+    folder = f"{METADATA_FOLDER}/{partition}"
+    groups: dict[str, tuple[list[tuple[str, str, int]], list[tuple[str, int, str]]]] = {}
     for info in storage.list_files(folder):
         if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
-            # a base file of an archived MDT instant (older than its active timeline) is committed
-            if parsed.instant_time in mdt_completed or parsed.instant_time < first_active:
-                bases.append((parsed.instant_time, info.name, info.size))
-        elif parse_log_file(info.name) is not None:
-            logs.append((info.name, info.size))
-    listing = FileListing()
-    base_instant = ""
-    if not bases and mdt_completed:
-        raise HudiCorruptFileError(f"the metadata table of {storage.base_uri} has no base file of a completed instant "
-                                   "(compacted and cleaned while being read?)")
-    if bases:
-        base_instant, name, size = max(bases)
-        for key, record in _decoded(storage, posixpath.join(folder, name), size)[0][2]:
-            listing.apply(key, record)
-
-    def visible(instant: str) -> bool:
-        if instant not in mdt_completed:
-            return False
-        completed_at = mdt_completed[instant]
-        if completed_at is not None and completed_at <= base_instant:
-            return False  # completed before the compaction that made the base file was planned
-        if data_completed is None or instant in data_completed or is_own_instant(instant):
-            return True
-        return archived_before is not None and instant < archived_before
-
-    blocks = []
+            groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info.size))
+        elif (log_name := parse_log_file(info.name)) is not None:
+            groups.setdefault(log_name.file_id, ([], []))[1].append((info.name, info.size, log_name.base_instant))
     by_completion = any(done is not None for done in mdt_completed.values())
-    for name, size in logs:
-        log_name = parse_log_file(name)
-        assert log_name is not None
-        if not by_completion and base_instant and log_name.base_instant != base_instant:
-            continue  # a log file of an older slice, compacted into the base file
-        for instant, position, records in _decoded(storage, posixpath.join(folder, name), size):
-            if visible(instant):
-                blocks.append((instant, name, position, records))
-    for *_order, records in sorted(blocks, key=lambda b: b[:3]):
-        for key, record in records:
-            listing.apply(key, record)
-    return listing
+    first_active = min(mdt_completed, default="")
+    out: list[tuple[str, dict]] = []
+    for file_id in sorted(groups):
+        all_bases, logs = groups[file_id]
+        # a base file of an archived MDT instant (older than its active timeline) is committed
+        bases = [b for b in all_bases if b[0] in mdt_completed or b[0] < first_active]
+        if all_bases and not bases:
+            raise HudiCorruptFileError(f"file group {file_id} of the metadata table of {storage.base_uri} has no base "
+                                       "file of a completed instant (compacted and cleaned while being read?)")
+        base_instant = ""
+        if bases:
+            base_instant, name, size = max(bases)
+            out.extend(_decoded(storage, posixpath.join(folder, name), size)[0][2])
+
+        def visible(instant: str, base_instant: str = base_instant) -> bool:
+            if instant not in mdt_completed:
+                return False
+            completed_at = mdt_completed[instant]
+            if completed_at is not None and completed_at <= base_instant:
+                return False  # completed before the compaction that made the base file was planned
+            if data_completed is None or instant in data_completed or is_own_instant(instant):
+                return True
+            return archived_before is not None and instant < archived_before
+
+        blocks = []
+        for name, size, slice_instant in logs:
+            if not by_completion and base_instant and slice_instant != base_instant:
+                continue  # a log file of an older slice, compacted into the base file
+            for instant, position, records in _decoded(storage, posixpath.join(folder, name), size):
+                if visible(instant):
+                    blocks.append((instant, name, position, records))
+        for *_order, records in sorted(blocks, key=lambda b: b[:3]):
+            out.extend(records)
+    return out
 
 
 #: decoded records of MDT files read lately: (path, size) -> [(instant, block position, records)]

@@ -1,0 +1,170 @@
+"""The ``column_stats`` partition of the metadata table: per data file and column, its value range.
+
+A record (``HoodieMetadataColumnStats``, keyed by :func:`pyhudi.metadata.keys.column_stats_key`)
+holds the file name, the column name, the minimum and maximum wrapped in a typed record, the value
+count (nulls included), the null count, the column's compressed and uncompressed sizes, and a
+deletion flag. Version-6 tables (Hudi 0.14) wrap values by their logical type (``DateWrapper``
+days, ``DecimalWrapper`` at decimal(30,15), timestamps as ``LongWrapper`` of the stored unit);
+Hudi 1.x stores dates as ``IntWrapper`` and decimals as ``BytesWrapper`` of the unscaled value.
+Readers interpret a wrapped value by the column's type in the table schema, which reads both.
+
+For a base file the statistics come from its parquet footer (every top-level primitive column, the
+meta fields included, as Hudi 0.14 indexes them when no column list is configured).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pyhudi.metadata.keys import column_stats_key
+from pyhudi.read.skipping import ColumnRange
+
+PARTITION = "column_stats"
+FILE_GROUP_PREFIX = "col-stats-"
+TYPE_COLUMN_STATS = 3
+_NS = "org.apache.hudi.avro.model."
+_EPOCH = dt.date(1970, 1, 1)
+_UTC_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_TS_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+#: DecimalWrapper's logical type in version 6: decimal(30, 15)
+DECIMAL_SCALE = 15
+
+
+def _wrap(value: Any, kind: pa.DataType) -> tuple[str, dict] | None:
+    """``value`` (as a parquet footer gives it) in the wrapper Hudi 0.14 writes for ``kind``."""
+    if value is None:
+        return None
+    raw: Any
+    if pa.types.is_boolean(kind):
+        name, raw = "BooleanWrapper", bool(value)
+    elif pa.types.is_integer(kind):
+        name, raw = ("LongWrapper" if kind.bit_width == 64 else "IntWrapper"), int(value)
+    elif pa.types.is_float32(kind):
+        name, raw = "FloatWrapper", float(value)
+    elif pa.types.is_floating(kind):
+        name, raw = "DoubleWrapper", float(value)
+    elif pa.types.is_date32(kind):
+        name, raw = "DateWrapper", (value - _EPOCH).days
+    elif pa.types.is_timestamp(kind):
+        delta = value - (_UTC_EPOCH if value.tzinfo is not None else _UTC_EPOCH.replace(tzinfo=None))
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        name, raw = "LongWrapper", micros * _TS_UNITS[kind.unit] // 1_000_000
+    elif pa.types.is_decimal(kind):
+        name, raw = "DecimalWrapper", Decimal(value).quantize(Decimal(1).scaleb(-DECIMAL_SCALE))
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        name, raw = "StringWrapper", str(value)
+    elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
+        name, raw = "BytesWrapper", bytes(value)
+    else:
+        return None
+    return _NS + name, {"value": raw}
+
+
+def footer_records(partition: str, file_name: str, metadata: pq.FileMetaData, *,
+                   columns: Iterable[str] | None = None) -> list[tuple[str, dict]]:
+    """The column-stats records of a base file from its footer: every top-level primitive column
+    (or those of ``columns``), over all row groups."""
+    schema = metadata.schema.to_arrow_schema()
+    wanted = set(columns) if columns is not None else None
+    out = []
+    for i in range(metadata.num_columns):
+        path = metadata.schema.column(i).path
+        if "." in path or (wanted is not None and path not in wanted) or path not in schema.names:
+            continue
+        kind = schema.field(path).type
+        lo = hi = None
+        nulls = size = raw_size = 0
+        for g in range(metadata.num_row_groups):
+            chunk = metadata.row_group(g).column(i)
+            size += chunk.total_compressed_size
+            raw_size += chunk.total_uncompressed_size
+            stats = chunk.statistics
+            if stats is None:
+                continue
+            nulls += stats.null_count if stats.has_null_count else 0
+            if stats.has_min_max:
+                lo = stats.min if lo is None else min(lo, stats.min)
+                hi = stats.max if hi is None else max(hi, stats.max)
+        record = {"fileName": file_name, "columnName": path, "minValue": _wrap(lo, kind),
+                  "maxValue": _wrap(hi, kind), "valueCount": metadata.num_rows, "nullCount": nulls,
+                  "totalSize": size, "totalUncompressedSize": raw_size, "isDeleted": False}
+        key = column_stats_key(path, partition, file_name)
+        out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": record}))
+    return out
+
+
+def deleted_records(partition: str, file_name: str, columns: Iterable[str]) -> list[tuple[str, dict]]:
+    """Records retiring the statistics of a deleted file (a clean, a rollback)."""
+    out = []
+    for column in columns:
+        key = column_stats_key(column, partition, file_name)
+        out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": {
+            "fileName": file_name, "columnName": column, "minValue": None, "maxValue": None, "valueCount": None,
+            "nullCount": None, "totalSize": None, "totalUncompressedSize": None, "isDeleted": True}}))
+    return out
+
+
+def unwrap(wrapped: Any, kind: pa.DataType | None) -> Any:
+    """A wrapped minimum or maximum as a Python value of the column's type (``kind``), whichever
+    Hudi version wrote it."""
+    if wrapped is None:
+        return None
+    _name, body = wrapped if isinstance(wrapped, tuple) else ("", wrapped)
+    value = body.get("value") if isinstance(body, dict) else body
+    if value is None or kind is None:
+        return value
+    if pa.types.is_date32(kind) and isinstance(value, int):
+        return _EPOCH + dt.timedelta(days=value)
+    if pa.types.is_timestamp(kind) and isinstance(value, int):
+        micros = value * 1_000_000 // _TS_UNITS[kind.unit]
+        moment = _UTC_EPOCH + dt.timedelta(microseconds=micros)
+        return moment if kind.tz is not None else moment.replace(tzinfo=None)
+    if pa.types.is_decimal(kind):
+        if isinstance(value, bytes):  # Hudi 1.x: the unscaled value, big-endian two's complement
+            return Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-kind.scale)
+        return Decimal(value).quantize(Decimal(1).scaleb(-kind.scale))
+    return value
+
+
+def merge(older: dict, newer: dict) -> dict:
+    """Two statistics of one file and column, as Hudi merges them (a log file written twice): a
+    deletion wins over what came before, otherwise ranges widen and counts add up."""
+    if newer.get("isDeleted") or older.get("isDeleted"):
+        return newer
+    out = dict(newer)
+    for field, pick in (("minValue", min), ("maxValue", max)):
+        a, b = older.get(field), newer.get(field)
+        if a is not None and b is not None:
+            out[field] = a if pick(unwrap(a, None), unwrap(b, None)) == unwrap(a, None) else b
+        else:
+            out[field] = a if b is None else b
+    for field in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
+        out[field] = (older.get(field) or 0) + (newer.get(field) or 0)
+    return out
+
+
+def file_ranges(records: Iterable[tuple[str, dict]], schema: pa.Schema) -> dict[str, dict[str, ColumnRange]]:
+    """file name -> column -> range, from the partition's records in merge order."""
+    merged: dict[tuple[str, str], dict] = {}
+    for _key, record in records:
+        stats = record.get("ColumnStatsMetadata")
+        if not stats:
+            continue
+        ident = (stats.get("fileName") or "", stats.get("columnName") or "")
+        merged[ident] = merge(merged[ident], stats) if ident in merged else stats
+    out: dict[str, dict[str, ColumnRange]] = {}
+    for (file_name, column), stats in merged.items():
+        if stats.get("isDeleted") or stats.get("valueCount") is None:
+            continue
+        kind = schema.field(column).type if column in schema.names else None
+        out.setdefault(file_name, {})[column] = ColumnRange(
+            unwrap(stats.get("minValue"), kind), unwrap(stats.get("maxValue"), kind), stats.get("nullCount"),
+            int(stats["valueCount"]), kind is not None and pa.types.is_floating(kind))
+    return out
+

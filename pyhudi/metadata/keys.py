@@ -1,0 +1,71 @@
+"""Record keys of the metadata table's index partitions, and the file group a key is stored in.
+
+The ``column_stats`` and ``bloom_filters`` partitions key their records by hashes of what they
+describe, each encoded in standard Base64 and concatenated:
+
+* a column name and a partition path: XXH64 of the UTF-8 bytes, 8 bytes big-endian, with Hudi's
+  seed (the Java int ``0xdabadaba`` widened to a long, hence ``0xFFFFFFFFDABADABA``); the partition
+  of a non-partitioned table is ``.``;
+* a file name: MD5 of the UTF-8 bytes (16 bytes).
+
+Column statistics: column + partition + file (48 characters), so the statistics of one column
+share a prefix; bloom filters: partition + file. A partition's records are spread over its file
+groups by Java's ``String.hashCode`` of the whole key (``Math.abs(Math.abs(h) % n)``), the rule
+the record index uses for record keys too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import struct
+
+import xxhash
+
+SEED = 0xFFFFFFFFDABADABA
+NON_PARTITIONED = "."
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def column_id(column: str) -> str:
+    return _b64(struct.pack(">Q", xxhash.xxh64_intdigest(column.encode("utf-8"), seed=SEED)))
+
+
+def partition_id(partition: str) -> str:
+    return column_id(partition or NON_PARTITIONED)
+
+
+def file_id(file_name: str) -> str:
+    return _b64(hashlib.md5(file_name.encode("utf-8")).digest())
+
+
+def column_stats_key(column: str, partition: str, file_name: str) -> str:
+    return column_id(column) + partition_id(partition) + file_id(file_name)
+
+
+def bloom_filter_key(partition: str, file_name: str) -> str:
+    return partition_id(partition) + file_id(file_name)
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode``: over UTF-16 code units, in 32-bit signed arithmetic."""
+    units = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def file_group_index(key: str, count: int) -> int:
+    """``mapRecordKeyToFileGroupIndex``: ``Math.abs(Math.abs(hash) % count)``. Java's ``%`` keeps
+    the dividend's sign, so even for the smallest int (whose ``Math.abs`` stays negative) this is
+    the remainder of the hash's magnitude."""
+    return abs(java_string_hash(key)) % count
+
+
+def file_group_id(prefix: str, index: int) -> str:
+    """``files-0000-0``, ``col-stats-0001-0``, ...: a partition's file group ``index``."""
+    return f"{prefix}{index:04d}-0"
