@@ -108,6 +108,36 @@ def planning(spark, work: Path, files_per_day: int) -> None:  # type: ignore[no-
           f"storage listing {by_listing:.1f} ms ({by_listing / with_mdt:.1f}x)")
     print(f"  pyhudi.read to a DataFrame: metadata table {read_mdt:.0f} ms, storage listing {read_listing:.0f} ms; "
           f"plain Spark spark.read.parquet of the folder (lists it) {plain:.0f} ms")
+    skipping(spark, path, listed, load)
+
+
+def skipping(spark, path: str, listed: str, load) -> None:  # type: ignore[no-untyped-def]
+    """A point lookup by record key: base files pruned by the metadata table's column statistics
+    (footers never opened) against pruning by footers read cold and cached."""
+    from pyspark.sql import functions as F
+
+    from pyhudi.read import skipping as footer_cache
+
+    started = time.perf_counter()  # the next write builds the column_stats partition from every footer
+    pyhudi.write(pandas_frame(spark, load.slice(0, 1)), path,
+                 options(**{"hoodie.metadata.index.column.stats.enable": "true"}))
+    build_s = time.perf_counter() - started
+    key = load.column("key")[load.num_rows // 2].as_py()
+
+    def lookup(p: str, *, cold: bool = False) -> int:
+        if cold:
+            footer_cache._FOOTERS.clear()
+        return len(pyhudi.read(spark, p, filters=F.col("key") == key).inputFiles())
+
+    files = lookup(path)
+    assert files == lookup(listed)
+    with_stats = median_ms(lambda: lookup(path))
+    footers_cold = median_ms(lambda: lookup(listed, cold=True), repeats=3)
+    footers_warm = median_ms(lambda: lookup(listed))
+    print(f"  point lookup by key (reads {files} file): column stats from the metadata table {with_stats:.0f} ms, "
+          f"footers {footers_cold:.0f} ms read cold / {footers_warm:.0f} ms cached; building the column_stats "
+          f"partition from {len(pyhudi.HudiTable(path).file_system_view().latest_base_files())} footers "
+          f"(one write) {build_s:.1f} s")
 
 
 def write_cost(spark, work: Path, drones: int, days: int) -> None:  # type: ignore[no-untyped-def]

@@ -30,10 +30,11 @@ class Validation:
     only_in_metadata: list[str] = field(default_factory=list)
     only_in_storage: list[str] = field(default_factory=list)
     size_differs: list[tuple[str, int, int]] = field(default_factory=list)
+    stats_differ: list[str] = field(default_factory=list)  # column_stats against the files' footers
 
     @property
     def agrees(self) -> bool:
-        return not (self.only_in_metadata or self.only_in_storage or self.size_differs)
+        return not (self.only_in_metadata or self.only_in_storage or self.size_differs or self.stats_differ)
 
 
 def metadata_table(table: HudiTable) -> HudiTable:
@@ -75,7 +76,45 @@ def validate(table: HudiTable) -> Validation:
         result.only_in_storage += [posixpath.join(partition, n) for n in sorted(set(theirs) - set(mine))]
         result.size_differs += [(posixpath.join(partition, n), mine[n], theirs[n])
                                 for n in sorted(set(mine) & set(theirs)) if mine[n] != theirs[n]]
+    result.stats_differ = _check_column_stats(table, listing, storage)
     return result
+
+
+def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:
+    """Differences between the column_stats partition and the footers of the listed base files:
+    a statistic that disagrees, a base file without statistics, statistics of an unlisted file."""
+    from pyhudi.metadata import column_stats
+    from pyhudi.metadata.files import read_partition
+    from pyhudi.read.skipping import footers
+
+    mdt = MetadataTable(table.storage)
+    if column_stats.PARTITION not in mdt.partitions() and not table.storage.is_dir(
+            f"{METADATA_FOLDER}/{column_stats.PARTITION}"):
+        return []
+    schema = table.arrow_schema()
+    if schema is None:
+        return []
+    records = read_partition(table.storage, column_stats.PARTITION, mdt_completed=mdt.completed(),
+                             data_completed={i.timestamp for i in table.timeline.completed()},
+                             archived_before=table.timeline.archived_before())
+    recorded = column_stats.file_ranges(records, schema)
+    bases = {name: posixpath.join(p, name) if p else name for p, files in listing.files.items()
+             for name in files if name.endswith(".parquet") and name in stored.get(p, {})}
+    metas = footers(table.storage, sorted(bases.values()))
+    out = [f"column stats of a file the metadata table does not list: {name}"
+           for name in sorted(set(recorded) - set(bases)) if name.endswith(".parquet")]
+    for name, rel in sorted(bases.items()):
+        theirs = recorded.get(name)
+        if theirs is None:
+            out.append(f"no column stats for {rel}")
+            continue
+        mine = column_stats.file_ranges(column_stats.footer_records("", name, metas[rel]), schema).get(name, {})
+        for column, stats in sorted(theirs.items()):
+            footer = mine.get(column)
+            if footer is None or (stats.min, stats.max, stats.null_count, stats.count) != \
+                    (footer.min, footer.max, footer.null_count, footer.count):
+                out.append(f"column stats of {rel} column {column}: metadata {stats}, footer {footer}")
+    return out
 
 
 def validate_text(result: Validation) -> str:
@@ -86,6 +125,7 @@ def validate_text(result: Validation) -> str:
     lines += [f"  only in the metadata table: {p}" for p in result.only_in_metadata]
     lines += [f"  only in storage:            {p}" for p in result.only_in_storage]
     lines += [f"  size differs:               {p} (metadata {a}, storage {b})" for p, a, b in result.size_differs]
+    lines += [f"  {d}" for d in result.stats_differ]
     return "\n".join(lines)
 
 

@@ -222,6 +222,18 @@ METADATA_ENABLE = option(
     "so readers and writers plan from it instead of listing storage. A write with false removes "
     "the metadata table of a table that has one.",
     parse_bool)
+METADATA_COLUMN_STATS_ENABLE = option(
+    "hoodie.metadata.index.column.stats.enable", False,
+    "Keep the metadata table's column_stats partition: per base file and column, min, max, null "
+    "count, value count and sizes (from the file's footer). A write without it removes the partition.",
+    parse_bool)
+METADATA_COLUMN_STATS_COLUMNS = option(
+    "hoodie.metadata.index.column.stats.column.list", "",
+    "Columns to index; pyhudi indexes every top-level column (Hudi's default when empty) and refuses "
+    "a list.", parse_str)
+METADATA_COLUMN_STATS_FILE_GROUPS = option(
+    "hoodie.metadata.index.column.stats.file.group.count", 2,
+    "File groups of the column_stats partition (records spread by the hash of their key).", parse_positive_int)
 METADATA_COMPACT_MAX_DELTA_COMMITS = option(
     "hoodie.metadata.compact.max.delta.commits", 10,
     "Compact the metadata table after this many delta commits.", parse_positive_int)

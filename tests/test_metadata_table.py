@@ -226,3 +226,79 @@ def test_a_write_killed_in_the_metadata_compaction_leaves_both_tables_usable(spa
     assert not mdt.timeline.reload().pending() and mdt.timeline.completed([COMMIT])
     assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "c"]
     assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "c"]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_column_stats_are_kept_in_step_with_the_footers(spark, tmp_path, table_type):
+    """With hoodie.metadata.index.column.stats.enable the column_stats partition (2 file groups)
+    holds, after every action, exactly the footer statistics of the listed base files; a write
+    without the option removes it again."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": table_type,
+            "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.compact.max.delta.commits": "2",
+            "hoodie.cleaner.commits.retained": "1", "hoodie.compact.inline.max.delta.commits": "2"}
+    for n in range(6):
+        rows = [(f"k{i}", f"p{i % 2}", 10 * n + i) for i in range(n % 3, 12, 2)]
+        pyhudi.write(_rows(spark, rows), path, {**opts, "hoodie.datasource.write.operation":
+                                                "delete" if n == 3 else "upsert"})
+        mdt = _agrees(path)
+    assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "column_stats,files"
+    assert mdt.partitions()["column_stats"] == ["col-stats-0000-0", "col-stats-0001-0"]
+    assert mdt.timeline.completed([COMMIT]), "compacted"
+    pyhudi.rollback(path)
+    _agrees(path)
+    pyhudi.write(_rows(spark, [("z", "p0", 99)]), path, OPTS)
+    assert "column_stats" not in MetadataTable(pyhudi.HudiTable(path).storage).partitions()
+    assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
+
+
+def test_validate_reports_a_wrong_column_statistic(spark, tmp_path, monkeypatch):
+    from pyhudi.metadata import column_stats
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true"}
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
+    _agrees(path)
+    original = column_stats.footer_records
+
+    def off_by_one(partition, file_name, metadata, **kw):
+        records = original(partition, file_name, metadata, **kw)
+        for _key, record in records:
+            stats = record["ColumnStatsMetadata"]
+            if stats["columnName"] == "ts":
+                stats["maxValue"] = (stats["maxValue"][0], {"value": stats["maxValue"][1]["value"] + 1})
+        return records
+
+    monkeypatch.setattr(column_stats, "footer_records", off_by_one)
+    pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
+    monkeypatch.undo()
+    result = validate(pyhudi.HudiTable(path))
+    assert not result.agrees
+    assert any("column ts" in d and "y/" in d for d in result.stats_differ), result.stats_differ
+
+
+def test_data_skipping_takes_statistics_from_the_metadata_table(spark, tmp_path, monkeypatch, caplog):
+    """A point lookup on a table with column stats keeps the one base file whose range holds the
+    key without reading any footer; the rows equal an unpruned read's."""
+    from pyspark.sql import functions as F
+
+    from pyhudi.read import skipping
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true", "hoodie.parquet.small.file.limit": "0"}
+    for n in range(4):  # four files in partition x, with disjoint ts ranges
+        pyhudi.write(_rows(spark, [(f"k{n}-{i}", "x", 100 * n + i) for i in range(5)]), path, opts)
+    read: list[str] = []
+    original = skipping.footers
+    monkeypatch.setattr(skipping, "footers", lambda storage, paths, **kw: read.extend(paths) or original(
+        storage, paths, **kw))
+    with caplog.at_level(logging.INFO, logger="pyhudi"):
+        df = pyhudi.read(spark, path, filters=F.col("ts") == 203)
+        rows = [(r["id"], r["ts"]) for r in df.collect()]
+    assert rows == [("k2-3", 203)]
+    newest = pyhudi.HudiTable(path).newest_base_file()
+    assert len(df.inputFiles()) == 1 and set(read) <= {newest}  # the newest footer gives the schema
+    assert "1 of 4 base files kept (statistics from the metadata table)" in caplog.text
+    everything = pyhudi.read(spark, path).where("ts > 150 AND ts < 350")
+    assert sorted(r["ts"] for r in pyhudi.read(spark, path, filters="ts > 150 AND ts < 350").collect()) == \
+        sorted(r["ts"] for r in everything.collect())

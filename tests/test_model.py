@@ -143,7 +143,7 @@ def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizi
         "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
         **index_opts, "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
-        "hoodie.bucket.index.num.buckets": "3",
+        "hoodie.bucket.index.num.buckets": "3", "hoodie.metadata.index.column.stats.enable": "true",
         **SIZING[sizing],
     }
     model: dict = {}

@@ -15,6 +15,7 @@ meta fields included, as Hudi 0.14 indexes them when no column list is configure
 from __future__ import annotations
 
 import datetime as dt
+import posixpath
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -22,8 +23,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.metadata.keys import column_stats_key
-from pyhudi.read.skipping import ColumnRange
+from pyhudi.metadata.files import NON_PARTITIONED_KEY, TYPE_FILE_LIST
+from pyhudi.metadata.keys import column_id, column_stats_key
+from pyhudi.read.skipping import ColumnRange, footers
+from pyhudi.storage import Storage
 
 PARTITION = "column_stats"
 FILE_GROUP_PREFIX = "col-stats-"
@@ -168,3 +171,34 @@ def file_ranges(records: Iterable[tuple[str, dict]], schema: pa.Schema) -> dict[
             int(stats["valueCount"]), kind is not None and pa.types.is_floating(kind))
     return out
 
+
+
+def column_ranges(records: Iterable[tuple[str, dict]], columns: Iterable[str],
+                  schema: pa.Schema) -> dict[str, dict[str, ColumnRange]]:
+    """file name -> column -> range for ``columns`` only (their records share a key prefix)."""
+    prefixes = tuple(column_id(c) for c in columns)
+    return file_ranges(((k, r) for k, r in records if k.startswith(prefixes)), schema)
+
+
+def base_file_records(storage: Storage, paths: Iterable[str]) -> list[tuple[str, dict]]:
+    """Column-stats records of base files (paths relative to the table), from their footers."""
+    wanted = [p for p in paths if p.endswith(".parquet")]
+    metas = footers(storage, wanted)
+    out = []
+    for rel in wanted:
+        out += footer_records(posixpath.dirname(rel), posixpath.basename(rel), metas[rel])
+    return out
+
+
+def retired_records(files_records: Iterable[tuple[str, dict]], columns: Iterable[str]) -> list[tuple[str, dict]]:
+    """Records retiring the statistics of every base file a ``files``-partition record deletes."""
+    names = list(columns)
+    out = []
+    for key, record in files_records:
+        if record.get("type") != TYPE_FILE_LIST:
+            continue
+        partition = "" if key == NON_PARTITIONED_KEY else key
+        for name, info in (record.get("filesystemMetadata") or {}).items():
+            if info.get("isDeleted") and name.endswith(".parquet"):
+                out += deleted_records(partition, name, names)
+    return out

@@ -11,9 +11,12 @@ instant's rollback undoes.
 from __future__ import annotations
 
 import logging
+import posixpath
+from collections.abc import Mapping
 
 from pyhudi.metadata.convert import Record, commit_records, merge_records, rollback_records
-from pyhudi.metadata.table import INIT_SUFFIX, MetadataTable, usable_partitions
+from pyhudi.metadata.files import FILES_PARTITION, files_record, partitions_record
+from pyhudi.metadata.table import COLUMN_STATS_PARTITION, INIT_SUFFIX, MetadataTable, usable_partitions
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
@@ -39,6 +42,34 @@ def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataTable | N
         return None
     mdt = MetadataTable(storage)
     return mdt if mdt.exists() else None
+
+
+def partition_records(mdt: MetadataTable, storage: Storage, action: str, content: bytes, *,
+                      source: str) -> tuple[dict[str, list[Record]], list[str]]:
+    """(records of a completed action per MDT partition the table has, data instants it rolls back)."""
+    files, undo = action_records(action, content, source=source)
+    out = {FILES_PARTITION: files}
+    if COLUMN_STATS_PARTITION in mdt.partitions():
+        from pyhudi.metadata import column_stats
+
+        stats = column_stats.retired_records(files, indexed_columns(storage))
+        if action in WRITE_ACTIONS:
+            written = [s.path for s in CommitMetadata.from_json(content, source=source).write_stats() if s.path]
+            stats += column_stats.base_file_records(storage, written)
+        out[COLUMN_STATS_PARTITION] = stats
+    return out, undo
+
+
+def indexed_columns(storage: Storage) -> list[str]:
+    """The top-level columns the column-stats partition indexes: every column of the table
+    schema, meta fields included (Hudi's default without a column list)."""
+    import json
+
+    from pyhudi.io.avro_schema import META_FIELDS
+
+    schema = HudiTable(storage.base_uri).avro_schema()
+    fields = [f["name"] for f in json.loads(schema).get("fields", [])] if schema else []
+    return [*(m for m in META_FIELDS if m not in fields), *fields]
 
 
 def action_records(action: str, content: bytes, *, source: str) -> tuple[list[Record], list[str]]:
@@ -71,14 +102,15 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
     mdt = metadata_table_of(storage, timeline)
     if mdt is not None:
         if rebuild or action == RESTORE:
-            mdt.initialize(timeline, load_table_config(storage).props, committed_files(storage, timeline),
-                           instant=instant + INIT_SUFFIX)
+            groups = {p: len(g) for p, g in mdt.partitions().items()}
+            mdt.initialize(timeline, load_table_config(storage).props,
+                           initial_records(storage, timeline, groups), instant=instant + INIT_SUFFIX)
         elif lag := mdt.lag(timeline):
             log.warning("the metadata table of %s missed %s; readers list storage until the next write rebuilds it",
                         storage.base_uri, ", ".join(lag[:3]))
             _set_partitions(storage, None)
         else:
-            records, undo = action_records(action, content, source=f"{action} {instant}")
+            records, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}")
             mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits)
     return timeline.complete(instant, action, content)
 
@@ -93,6 +125,22 @@ def _set_partitions(storage: Storage, value: str | None) -> None:
     store_table_config(storage, props)
 
 
+def initial_records(storage: Storage, timeline: Timeline,
+                    groups: Mapping[str, int]) -> dict[str, tuple[int, list[Record]]]:
+    """The first records of each MDT partition (name -> file-group count), from storage."""
+    files = committed_files(storage, timeline)
+    out: dict[str, tuple[int, list[Record]]] = {}
+    records = [partitions_record(sorted(p or "." for p in files))]
+    records += [files_record(p, dict(sizes)) for p, sizes in sorted(files.items())]
+    out[FILES_PARTITION] = (1, records)
+    if COLUMN_STATS_PARTITION in groups:
+        from pyhudi.metadata import column_stats
+
+        bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
+        out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION], column_stats.base_file_records(storage, bases))
+    return out
+
+
 def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str, int]]:
     """Partition -> file name -> size of every file of committed slices in storage (replaced file
     groups included: their files stay listed until the cleaner deletes them)."""
@@ -105,18 +153,19 @@ def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str,
     return files
 
 
-def prepare_metadata_table(table: HudiTable, *, enabled: bool) -> None:
+def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0) -> None:
     """At the start of a write, under the table lock: build the metadata table from storage when it
-    is enabled and missing or stale (a writer that did not keep it wrote since), or remove it when
-    disabled, as Hudi does, so that no reader trusts a file list that writes no longer maintain.
+    is enabled and missing, stale (a writer that did not keep it wrote since) or has other
+    partitions than asked for (``column_stats_groups`` > 0: a ``column_stats`` partition of that
+    many file groups), or remove it when disabled, as Hudi does, so that no reader trusts a file
+    list that writes no longer maintain.
 
-    pyhudi keeps the ``files`` partition only: other partitions an Apache Hudi writer declared
-    (column statistics, bloom filters, record index) would go stale under pyhudi's writes, so
+    pyhudi keeps the ``files`` and ``column_stats`` partitions only: other partitions an Apache
+    Hudi writer declared (bloom filters, record index) would go stale under pyhudi's writes, so
     they are deleted and no longer declared."""
     mdt = MetadataTable(table.storage)
     declared = usable_partitions(table.config.props) | usable_partitions(
         {P.METADATA_PARTITIONS: table.config.props.get(METADATA_PARTITIONS_INFLIGHT, "")})
-    usable = "files" in usable_partitions(table.config.props)
     if not enabled:
         if declared or mdt.storage.is_dir(""):
             _set_partitions(table.storage, None)
@@ -126,22 +175,24 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool) -> None:
         return
     if table.config.layout_version != 1:
         return
-    for other in sorted(declared - {"files"}):
-        log.warning("pyhudi does not maintain the %s partition of the metadata table of %s; removing it",
-                    other, table.path)
-        mdt.storage.delete_dir(other)
-    if declared - {"files"}:
-        _set_partitions(table.storage, "files" if usable else None)
+    wanted = {FILES_PARTITION: 1}
+    if column_stats_groups > 0:
+        wanted[COLUMN_STATS_PARTITION] = column_stats_groups
     timeline = table.timeline
-    if usable and mdt.exists():
+    if declared == set(wanted) and mdt.exists():
+        have = {p: len(g) for p, g in mdt.partitions().items()}
         lag = mdt.lag(timeline)
-        if not lag:
+        if not lag and all(have.get(p) == n or p == FILES_PARTITION for p, n in wanted.items()):
             table.reload()
             return
-        log.warning("the metadata table of %s is behind the timeline (%s not applied); rebuilding it from storage",
-                    table.path, ", ".join(lag[:3]))
-    if usable:
+        if lag:
+            log.warning("the metadata table of %s is behind the timeline (%s not applied); rebuilding it from "
+                        "storage", table.path, ", ".join(lag[:3]))
+    for other in sorted(declared - set(wanted)):
+        log.warning("pyhudi does not maintain the %s partition of the metadata table of %s; removing it",
+                    other, table.path)
+    if declared:
         _set_partitions(table.storage, None)
-    mdt.initialize(timeline, table.config.props, committed_files(table.storage, timeline))
-    _set_partitions(table.storage, "files")
+    mdt.initialize(timeline, table.config.props, initial_records(table.storage, timeline, wanted))
+    _set_partitions(table.storage, ",".join(sorted(wanted)))
     table.reload()

@@ -1,9 +1,12 @@
 """The metadata table (MDT) of a data table, written: created from storage, updated in step with
 every data-table action, compacted, cleaned and archived.
 
-``<table>/.hoodie/metadata`` is a merge-on-read table of version 6 whose one partition written
-here, ``files``, holds one file group (``files-0000-0``): an HFile base file and HFile log
-blocks (:mod:`pyhudi.metadata.files` reads them back). Its timeline mirrors the data table's:
+``<table>/.hoodie/metadata`` is a merge-on-read table of version 6. pyhudi writes its ``files``
+partition (one file group, ``files-0000-0``) and, with
+``hoodie.metadata.index.column.stats.enable``, its ``column_stats`` partition (file groups
+``col-stats-0000-0``, ...; a record goes to the group its key hashes to). Every file group is an
+HFile base file and HFile log blocks (:mod:`pyhudi.metadata.files` reads them back). Its timeline
+mirrors the data table's:
 
 * every data-table action (commit, delta commit, replace commit, compaction, clean, rollback,
   restore) becomes an MDT delta commit with the *same* instant time, completed just before the
@@ -11,8 +14,9 @@ blocks (:mod:`pyhudi.metadata.files` reads them back). Its timeline mirrors the 
   its MDT delta commit is invisible to readers anyway: they only trust MDT blocks of completed
   data instants. Its rollback undoes that delta commit (an MDT ``rollback`` at the data
   rollback's time + ``006``), and applying an instant again first undoes its earlier attempt;
-* every delta commit writes its block into a new log file of the current slice (version + 1),
-  so undoing one deletes one file and nothing is ever appended in place (object stores cannot);
+* every delta commit writes one block into a new log file (version + 1) of the current slice of
+  each file group it has records for, so undoing one deletes its files and nothing is ever
+  appended in place (object stores cannot);
 * after ``hoodie.metadata.compact.max.delta.commits`` delta commits the slice is compacted into a
   new base HFile at the latest delta commit's time + ``001`` (Hudi's MDT compaction time), but only
   while no data write older than that delta commit is pending, so no record of an unfinished
@@ -46,6 +50,7 @@ from pyhudi.metadata.files import (
     partitions_record,
     read_files_partition,
 )
+from pyhudi.metadata.keys import file_group_id, file_group_index
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
@@ -58,6 +63,10 @@ from pyhudi.write.markers import APPEND, CREATE, create_marker, delete_markers
 log = logging.getLogger("pyhudi")
 
 FILE_GROUP = "files-0000-0"
+COLUMN_STATS_PARTITION = "column_stats"
+#: the partitions pyhudi writes, with the prefix of their file group ids
+PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-"}
+Records = list[tuple[str, dict]]
 #: write token of MDT files: written by the driver, outside any Spark task
 WRITE_TOKEN = "0-0-0"
 COMPACTION_SUFFIX = "001"
@@ -72,9 +81,25 @@ FILE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE)
 KEEP_MIN, KEEP_MAX = 20, 30
 
 
-def hfile_name(instant: str) -> str:
-    """The base file the MDT's ``files`` file group gets at ``instant``."""
-    return f"{FILE_GROUP}_{WRITE_TOKEN}_{instant}.hfile"
+def hfile_name(instant: str, file_group: str = FILE_GROUP) -> str:
+    """The base file a file group of the MDT gets at ``instant``."""
+    return f"{file_group}_{WRITE_TOKEN}_{instant}.hfile"
+
+
+def _file_id(name: str) -> str | None:
+    parsed = parse_base_file(name) if name.endswith(".hfile") else None
+    if parsed is not None:
+        return parsed.file_id
+    log_name = parse_log_file(name)
+    return log_name.file_id if log_name is not None else None
+
+
+def _buckets(records: Records, groups: list[str]) -> dict[str, Records]:
+    """Records by the file group their key maps to (Hudi's ``mapRecordKeyToFileGroupIndex``)."""
+    out: dict[str, Records] = {g: [] for g in groups}
+    for key, record in records:
+        out[groups[file_group_index(key, len(groups)) if len(groups) > 1 else 0]].append((key, record))
+    return out
 
 
 def usable_partitions(props: Mapping[str, str]) -> set[str]:
@@ -111,6 +136,15 @@ class MetadataTable:
                  and parsed.instant_time in done]
         return max(bases) if bases else None
 
+    def partitions(self) -> dict[str, list[str]]:
+        """The MDT partitions pyhudi writes that exist, with their file groups."""
+        out = {}
+        for partition in PREFIXES:
+            groups = sorted({fid for info in self.storage.list_files(partition) if (fid := _file_id(info.name))})
+            if groups:
+                out[partition] = groups
+        return out
+
     def latest_compaction(self) -> str | None:
         commits = self.timeline.completed([COMMIT])
         return commits[-1].timestamp if commits else None
@@ -132,9 +166,10 @@ class MetadataTable:
 
     # -- initialization and removal --------------------------------------------------------------
     def initialize(self, data_timeline: Timeline, data_props: Mapping[str, str],
-                   files: Mapping[str, Mapping[str, int]], *, instant: str | None = None) -> str:
-        """Create the MDT with ``files`` (partition -> name -> size) as its first base file, at
-        ``instant`` (default: the latest completed data instant + ``010``, as Hudi does)."""
+                   partitions: Mapping[str, tuple[int, Records]], *, instant: str | None = None) -> str:
+        """Create the MDT with the given partitions (name -> (file groups, records)) as its first
+        base files, at ``instant`` (default: the latest completed data instant + ``010``, as
+        Hudi does)."""
         self.storage.delete_dir("")
         self._timeline = None
         if instant is None:
@@ -151,22 +186,23 @@ class MetadataTable:
             "hoodie.datasource.write.hive_style_partitioning": "false",
             "hoodie.datasource.write.partitionpath.urlencode": "false",
         })
-        write_partition_metadata(self.storage, FILES_PARTITION, instant)
         tl = self.timeline.reload()
         tl.create_requested(instant, DELTA_COMMIT)
         tl.transition_inflight(instant, DELTA_COMMIT)
-        log_rel = f"{FILES_PARTITION}/{log_file_name(FILE_GROUP, instant, 1, WRITE_TOKEN)}"
-        create_marker(self.storage, instant, log_rel, APPEND)
-        self.storage.create_new(log_rel, delete_block([], [], instant))
-        records = [partitions_record(sorted(p or "." for p in files))]
-        records += [files_record(p, dict(sizes)) for p, sizes in sorted(files.items())]
-        stat = self._write_base(instant, records)
-        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="BULK_INSERT_PREPPED",
-                              extra_metadata={"schema": RECORD_SCHEMA})
+        stats: dict[str, list[WriteStat]] = {}
+        for partition, (count, records) in sorted(partitions.items()):
+            write_partition_metadata(self.storage, partition, instant)
+            groups = [file_group_id(PREFIXES[partition], i) for i in range(count)]
+            for group, bucket in _buckets(records, groups).items():
+                log_rel = f"{partition}/{log_file_name(group, instant, 1, WRITE_TOKEN)}"
+                create_marker(self.storage, instant, log_rel, APPEND)
+                self.storage.create_new(log_rel, delete_block([], [], instant))
+                stats.setdefault(partition, []).append(self._write_base(instant, partition, group, bucket))
+        meta = CommitMetadata(stats, operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
-        log.info("initialized the metadata table of %s at %s: %d partitions, %d files", self.data_storage.base_uri,
-                 instant, len(files), sum(len(v) for v in files.values()))
+        log.info("initialized the metadata table of %s at %s: %s", self.data_storage.base_uri, instant,
+                 ", ".join(f"{p} ({len(r)} records)" for p, (_n, r) in sorted(partitions.items())))
         return instant
 
     def delete(self) -> None:
@@ -174,11 +210,12 @@ class MetadataTable:
         self._timeline = None
 
     # -- updates ---------------------------------------------------------------------------------
-    def apply(self, instant: str, records: list[tuple[str, dict]], data_timeline: Timeline, *,
+    def apply(self, instant: str, records: Mapping[str, Records], data_timeline: Timeline, *,
               undo: Iterable[str] = (), max_delta_commits: int = 10) -> None:
         """Apply one data-table action as the MDT delta commit ``instant`` (the caller holds the
-        table lock and completes the data instant right after). ``undo``: data instants the
-        action rolls back, whose MDT delta commits go first."""
+        table lock and completes the data instant right after): ``records`` per MDT partition
+        (those the MDT does not have are left out). ``undo``: data instants the action rolls
+        back, whose MDT delta commits go first."""
         tl = self.timeline.reload()
         rollback_times = self._rollback_times(instant)
         self._finish_interrupted(tl, keep=instant, rollback_times=rollback_times)
@@ -191,24 +228,33 @@ class MetadataTable:
         base = self.base_instant()
         if base is None:
             raise HudiCorruptFileError(f"the metadata table {self.storage.base_uri} has no base file")
-        versions = [lf.version for info in self.storage.list_files(FILES_PARTITION)
-                    if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base]
-        version = max(versions, default=0) + 1
-        rel = f"{FILES_PARTITION}/{log_file_name(FILE_GROUP, base, version, WRITE_TOKEN)}"
         tl.create_requested(instant, DELTA_COMMIT)
         tl.transition_inflight(instant, DELTA_COMMIT)
+        stats: dict[str, list[WriteStat]] = {}
+        existing = self.partitions()
+        for partition, part_records in sorted(records.items()):
+            if partition not in existing:
+                continue
+            for group, bucket in _buckets(part_records, existing[partition]).items():
+                if bucket or partition == FILES_PARTITION:
+                    stats.setdefault(partition, []).append(self._write_log(instant, partition, group, base, bucket))
+        meta = CommitMetadata(stats, operation_type="UPSERT_PREPPED", extra_metadata={"schema": RECORD_SCHEMA})
+        tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
+        delete_markers(self.storage, instant)
+
+    def _write_log(self, instant: str, partition: str, group: str, base: str, records: Records) -> WriteStat:
+        versions = [lf.version for info in self.storage.list_files(partition)
+                    if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base
+                    and lf.file_id == group]
+        version = max(versions, default=0) + 1
+        rel = f"{partition}/{log_file_name(group, base, version, WRITE_TOKEN)}"
         create_marker(self.storage, instant, rel, APPEND)
         data = hfile_data_block(encode_records(records, RECORD_SCHEMA), RECORD_SCHEMA, instant)
         self.storage.create_new(rel, data)
-        stat = WriteStat(FILE_GROUP, rel, FILES_PARTITION, prevCommit=base, numWrites=len(records),
+        return WriteStat(group, rel, partition, prevCommit=base, numWrites=len(records),
                          numUpdateWrites=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data),
                          totalLogRecords=len(records), totalLogBlocks=1, logVersion=version, logOffset=0,
-                         baseFile=hfile_name(base),
-                         logFiles=[posixpath.basename(rel)])
-        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="UPSERT_PREPPED",
-                              extra_metadata={"schema": RECORD_SCHEMA})
-        tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
-        delete_markers(self.storage, instant)
+                         baseFile=hfile_name(base, group), logFiles=[posixpath.basename(rel)])
 
     def _rollback_times(self, instant: str) -> Iterator[str]:
         """Times of the MDT rollbacks an update at ``instant`` makes: ``instant`` + ``006`` (Hudi's
@@ -255,42 +301,70 @@ class MetadataTable:
             log.info("metadata table compaction waits for pending data writes %s", pending)
             return None
         instant = latest + COMPACTION_SUFFIX
-        listing = self.listing(data_timeline)
-        records = [partitions_record(sorted(p or "." for p in listing.partitions | set(listing.files)))]
-        records += [files_record(p, files) for p, files in sorted(listing.files.items())]
-        logs = sorted(info.name for info in self.storage.list_files(FILES_PARTITION)
-                      if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base)
+        merged = self.merged_records(data_timeline)
         from pyhudi.services.compaction import CompactionOperation, CompactionPlan
 
-        base_name = next((info.name for info in self.storage.list_files(FILES_PARTITION)
-                          if (parsed := parse_base_file(info.name)) is not None and parsed.instant_time == base
-                          and info.name.endswith(".hfile")), None)
-        plan = CompactionPlan((CompactionOperation(FILES_PARTITION, FILE_GROUP, base, base_name, tuple(logs)),))
-        tl.create_requested(instant, COMPACTION, plan.to_bytes())
+        ops, plans = [], []
+        for partition, groups in sorted(self.partitions().items()):
+            names = [info.name for info in self.storage.list_files(partition)]
+            for group, bucket in _buckets(merged.get(partition, []), groups).items():
+                logs = sorted(n for n in names if (lf := parse_log_file(n)) is not None and lf.file_id == group
+                              and lf.base_instant == base)
+                base_name = hfile_name(base, group) if hfile_name(base, group) in names else None
+                ops.append(CompactionOperation(partition, group, base, base_name, tuple(logs)))
+                plans.append((partition, group, bucket))
+        tl.create_requested(instant, COMPACTION, CompactionPlan(tuple(ops)).to_bytes())
         tl.transition_inflight(instant, COMPACTION)
-        stat = self._write_base(instant, records)
-        meta = CommitMetadata({FILES_PARTITION: [stat]}, operation_type="COMPACT", compacted=True,
-                              extra_metadata={"schema": RECORD_SCHEMA})
+        stats: dict[str, list[WriteStat]] = {}
+        for partition, group, bucket in plans:
+            stats.setdefault(partition, []).append(self._write_base(instant, partition, group, bucket))
+        meta = CommitMetadata(stats, operation_type="COMPACT", compacted=True, extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
         self._clean(latest + CLEAN_SUFFIX)
         self._archive(data_timeline)
         return instant
 
-    def _write_base(self, instant: str, records: list[tuple[str, dict]]) -> WriteStat:
+    def merged_records(self, data_timeline: Timeline) -> dict[str, Records]:
+        """Every partition's records merged to one per key (what a compaction writes)."""
+        from pyhudi.metadata import column_stats
+        from pyhudi.metadata.files import read_partition
+
+        out: dict[str, Records] = {}
+        for partition in self.partitions():
+            if partition == FILES_PARTITION:
+                listing = self.listing(data_timeline)
+                names = listing.partitions | {p or "." for p, files in listing.files.items() if files}
+                records = [partitions_record(sorted(names))]
+                records += [files_record(p, files) for p, files in sorted(listing.files.items())]
+            else:
+                merged: dict[str, dict] = {}
+                for key, record in read_partition(
+                        self.data_storage, partition, mdt_completed=self.completed(),
+                        data_completed={i.timestamp for i in data_timeline.completed()},
+                        archived_before=data_timeline.archived_before()):
+                    stats = record.get("ColumnStatsMetadata")
+                    if stats is not None:
+                        merged[key] = {**record, "ColumnStatsMetadata": column_stats.merge(
+                            merged[key]["ColumnStatsMetadata"], stats) if key in merged else stats}
+                records = [(k, r) for k, r in sorted(merged.items()) if not r["ColumnStatsMetadata"].get("isDeleted")]
+            out[partition] = records
+        return out
+
+    def _write_base(self, instant: str, partition: str, group: str, records: Records) -> WriteStat:
         from pyhudi.io.bloom import BloomFilter
 
         cells = encode_records(records, RECORD_SCHEMA)
         bloom = BloomFilter()
         bloom.add_keys([row.decode() for row, _value in cells])
-        rel = f"{FILES_PARTITION}/{hfile_name(instant)}"
+        rel = f"{partition}/{hfile_name(instant, group)}"
         create_marker(self.storage, instant, rel, CREATE)
         info = {"schema": RECORD_SCHEMA.encode(), "bloomFilterTypeCode": b"DYNAMIC_V0",
                 "minRecordKey": cells[0][0] if cells else b"", "maxRecordKey": cells[-1][0] if cells else b""}
         data = write_hfile(cells, block_size=1024 * 1024, codec="GZ", file_info=info,
                            meta_blocks={"bloomFilter": bloom.serialize().encode()})
         self.storage.write_bytes(rel, data)
-        return WriteStat(FILE_GROUP, rel, FILES_PARTITION, prevCommit="null", numWrites=len(records),
+        return WriteStat(group, rel, partition, prevCommit="null", numWrites=len(records),
                          numInserts=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data))
 
     def _clean(self, instant: str) -> None:
@@ -308,17 +382,21 @@ class MetadataTable:
         if len(bases) < 3:
             return
         keep_from = bases[-2]
-        doomed = []
-        for info in self.storage.list_files(FILES_PARTITION):
-            parsed = parse_base_file(info.name) if info.name.endswith(".hfile") else None
-            lf = parse_log_file(info.name)
-            slice_time = parsed.instant_time if parsed else lf.base_instant if lf else None
-            if slice_time is not None and slice_time < keep_from:
-                doomed.append(f"{FILES_PARTITION}/{info.name}")
+        doomed: dict[str, tuple[str, ...]] = {}
+        for partition in self.partitions():
+            old = []
+            for info in self.storage.list_files(partition):
+                parsed = parse_base_file(info.name) if info.name.endswith(".hfile") else None
+                lf = parse_log_file(info.name)
+                slice_time = parsed.instant_time if parsed else lf.base_instant if lf else None
+                if slice_time is not None and slice_time < keep_from:
+                    old.append(f"{partition}/{info.name}")
+            if old:
+                doomed[partition] = tuple(sorted(old))
         if not doomed:
             return
         mdt = HudiTable(self.storage.base_uri)
-        plan = CleanPlan("KEEP_LATEST_FILE_VERSIONS", None, bases[-1], {FILES_PARTITION: tuple(sorted(doomed))})
+        plan = CleanPlan("KEEP_LATEST_FILE_VERSIONS", None, bases[-1], doomed)
         mdt.timeline.create_requested(instant, CLEAN, write_record(CLEANER_PLAN, plan.to_avro(mdt)))
         run_clean(mdt, instant)
         self.timeline.reload()

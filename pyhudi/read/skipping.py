@@ -269,13 +269,19 @@ def footers(storage: Storage, paths: list[str], *, threads: int = 8) -> dict[str
     return found
 
 
-def skip_files(storage: Storage, pred: Predicate, paths: list[str]) -> list[str]:
-    """The files among ``paths`` whose statistics say ``pred`` may hold on some row."""
+def skip_files(storage: Storage, pred: Predicate, paths: list[str], *,
+               known: Mapping[str, Mapping[str, ColumnRange]] | None = None) -> list[str]:
+    """The files among ``paths`` whose statistics say ``pred`` may hold on some row.
+
+    ``known``: statistics by file name (the metadata table's column_stats partition); footers are
+    read only for the other files."""
     columns = columns_of(pred)
     if not columns or not paths:
         return list(paths)
-    metas = footers(storage, paths)
-    return [p for p in paths if may_match(pred, file_ranges(metas[p], columns))]
+    known = known or {}
+    metas = footers(storage, [p for p in paths if posixpath.basename(p) not in known])
+    return [p for p in paths if may_match(pred, known[posixpath.basename(p)] if posixpath.basename(p) in known
+                                          else file_ranges(metas[p], columns))]
 
 
 def partition_ranges(values: Mapping[str, str | None], types: Mapping[str, Callable[[str], Any] | None]) -> \

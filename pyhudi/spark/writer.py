@@ -188,6 +188,9 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET"):
         raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
                                    "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET")
+    if cfg.get(C.METADATA_COLUMN_STATS_COLUMNS):
+        raise HudiUnsupportedError("hoodie.metadata.index.column.stats.column.list is not supported: pyhudi indexes "
+                                   "every top-level column (Hudi's default); leave it unset")
     if cfg.get(C.DROP_PARTITION_COLUMNS):
         raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
     if cfg.get(C.ARCHIVE_AUTOMATIC):

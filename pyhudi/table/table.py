@@ -8,8 +8,9 @@ pyarrow: the CLI and tests use it without a SparkSession.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -117,6 +118,25 @@ class HudiTable:
         from pyhudi.metadata.table import MetadataTable, usable_partitions
 
         return "files" in usable_partitions(self.config.props) and MetadataTable(self.storage).exists()
+
+    def metadata_column_ranges(self, columns: Iterable[str], schema: pa.Schema) -> dict[str, dict[str, Any]] | None:
+        """file name -> column -> range from the metadata table's column_stats partition, for
+        ``columns``; None when the table has no usable one (then footers serve)."""
+        from pyhudi.metadata import column_stats
+        from pyhudi.metadata.files import read_partition
+        from pyhudi.metadata.table import MetadataTable, usable_partitions
+
+        if column_stats.PARTITION not in usable_partitions(self.config.props) or self.metadata_listing() is None:
+            return None
+        mdt = MetadataTable(self.storage)
+        try:
+            records = read_partition(self.storage, column_stats.PARTITION, mdt_completed=mdt.completed(),
+                                     data_completed={i.timestamp for i in self.timeline.completed()},
+                                     archived_before=self.timeline.archived_before())
+        except (FileNotFoundError, HudiError) as exc:
+            log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
+            return None
+        return column_stats.column_ranges(records, columns, schema)
 
     def metadata_listing(self) -> FileListing | None:
         """The data files as the metadata table lists them; None (with a warning) when the table

@@ -123,7 +123,9 @@ class WriteTransaction:
                     f"{conc.heartbeat.max_age_s:.0f} s after its last beat and the next writer rolls it back), or "
                     "let writers run side by side with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL "
                     "on every writer (its failed-writes policy defaults to LAZY)")
-            prepare_metadata_table(self.table, enabled=self.cfg.get(C.METADATA_ENABLE))
+            prepare_metadata_table(self.table, enabled=self.cfg.get(C.METADATA_ENABLE), column_stats_groups=(
+                self.cfg.get(C.METADATA_COLUMN_STATS_FILE_GROUPS) if self.cfg.get(C.METADATA_COLUMN_STATS_ENABLE)
+                else 0))
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
