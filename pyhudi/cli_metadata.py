@@ -76,8 +76,34 @@ def validate(table: HudiTable) -> Validation:
         result.only_in_storage += [posixpath.join(partition, n) for n in sorted(set(theirs) - set(mine))]
         result.size_differs += [(posixpath.join(partition, n), mine[n], theirs[n])
                                 for n in sorted(set(mine) & set(theirs)) if mine[n] != theirs[n]]
-    result.stats_differ = _check_column_stats(table, listing, storage)
+    result.stats_differ = _check_column_stats(table, listing, storage) + _check_bloom_filters(table, listing, storage)
     return result
+
+
+def _check_bloom_filters(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:
+    """Differences between the bloom_filters partition and the footers of the listed base files."""
+    from pyhudi.io.base_file import BLOOM_FILTER_KEY
+    from pyhudi.metadata import bloom_filters
+    from pyhudi.metadata.keys import bloom_filter_key
+    from pyhudi.read.skipping import footers
+
+    mdt = MetadataTable(table.storage)
+    if bloom_filters.PARTITION not in mdt.partitions():
+        return []
+    recorded = bloom_filters.latest(mdt.read(bloom_filters.PARTITION, table.timeline))
+    bases = {bloom_filter_key(p, name): posixpath.join(p, name) if p else name for p, files in listing.files.items()
+             for name in files if name.endswith(".parquet") and name in stored.get(p, {})}
+    metas = footers(table.storage, sorted(bases.values()))
+    out = [f"a bloom filter of a file the metadata table does not list (key {key})"
+           for key in sorted(set(recorded) - set(bases))]
+    for key, rel in sorted(bases.items()):
+        footer = (metas[rel].metadata or {}).get(BLOOM_FILTER_KEY.encode())
+        record = recorded.get(key)
+        if record is None and footer:
+            out.append(f"no bloom filter for {rel}")
+        elif record is not None and bytes(record["BloomFilterMetadata"]["bloomFilter"]) != footer:
+            out.append(f"the bloom filter of {rel} differs from its footer's")
+    return out
 
 
 def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:

@@ -234,6 +234,13 @@ METADATA_COLUMN_STATS_COLUMNS = option(
 METADATA_COLUMN_STATS_FILE_GROUPS = option(
     "hoodie.metadata.index.column.stats.file.group.count", 2,
     "File groups of the column_stats partition (records spread by the hash of their key).", parse_positive_int)
+METADATA_BLOOM_FILTER_ENABLE = option(
+    "hoodie.metadata.index.bloom.filter.enable", False,
+    "Keep the metadata table's bloom_filters partition: the bloom filter of every base file (as in its "
+    "footer). A write without it removes the partition.", parse_bool)
+METADATA_BLOOM_FILTER_FILE_GROUPS = option(
+    "hoodie.metadata.index.bloom.filter.file.group.count", 4,
+    "File groups of the bloom_filters partition (records spread by the hash of their key).", parse_positive_int)
 METADATA_COMPACT_MAX_DELTA_COMMITS = option(
     "hoodie.metadata.compact.max.delta.commits", 10,
     "Compact the metadata table after this many delta commits.", parse_positive_int)
@@ -334,6 +341,10 @@ SIMPLE_INDEX_UPDATE_PARTITION_PATH = option(
 BLOOM_PRUNE_BY_RANGES = option(
     "hoodie.bloom.index.prune.by.ranges", True,
     "BLOOM: check a key only against files whose footer key range (min/max record key) holds it.", parse_bool)
+BLOOM_INDEX_USE_METADATA = option(
+    "hoodie.bloom.index.use.metadata", False,
+    "BLOOM: take the files' key ranges from the metadata table's column statistics of "
+    "_hoodie_record_key (when the table keeps them) instead of reading footers.", parse_bool)
 BLOOM_USE_TREE_FILTER = option(
     "hoodie.bloom.index.use.treebased.filter", True,
     "BLOOM: look key ranges up in a sorted structure instead of a list. pyhudi always uses a sorted-range "

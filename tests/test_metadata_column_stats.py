@@ -114,3 +114,18 @@ def test_records_encode_with_the_version_6_schema():
     assert (ranges["dec"].min, ranges["dec"].max) == (Decimal("-3.50"), Decimal("1.25"))
     assert ranges["ts"].max == dt.datetime(1970, 1, 1, 0, 0, 0, 2, tzinfo=dt.timezone.utc)
     assert ranges["i"].count == 2 and ranges["b"].null_count == 0
+
+
+def test_the_statistics_of_some_columns_are_looked_up_by_key_prefix(v9_table):
+    """Reading the statistics of chosen columns through the HFile block index gives exactly the
+    records of those columns that a full read gives."""
+    from pyhudi.metadata.keys import column_id
+
+    table, mdt = HudiTable(str(v9_table)), HudiTable(str(v9_table / ".hoodie" / "metadata"))
+    done = {i.timestamp: i.completion_time for i in mdt.timeline.completed()}
+    everything = read_partition(table.storage, column_stats.PARTITION, mdt_completed=done)
+    wanted = column_stats.key_prefixes(["txn_id", "amount"])
+    some = read_partition(table.storage, column_stats.PARTITION, mdt_completed=done, key_prefixes=wanted)
+    assert some == [(k, r) for k, r in everything if k.startswith(wanted)]
+    assert {r["ColumnStatsMetadata"]["columnName"] for _k, r in some} == {"txn_id", "amount"}
+    assert wanted == tuple(sorted({column_id("txn_id"), column_id("amount")}))

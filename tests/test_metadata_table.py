@@ -229,26 +229,41 @@ def test_a_write_killed_in_the_metadata_compaction_leaves_both_tables_usable(spa
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_column_stats_are_kept_in_step_with_the_footers(spark, tmp_path, table_type):
-    """With hoodie.metadata.index.column.stats.enable the column_stats partition (2 file groups)
-    holds, after every action, exactly the footer statistics of the listed base files; a write
-    without the option removes it again."""
+def test_column_stats_and_bloom_filters_are_kept_in_step_with_the_footers(spark, tmp_path, table_type):
+    """With hoodie.metadata.index.column.stats.enable and .bloom.filter.enable the column_stats (2
+    file groups) and bloom_filters (4) partitions hold, after every action, exactly the footer
+    statistics and bloom filters of the listed base files; a write without the options removes
+    them again."""
+    from pyhudi.metadata import bloom_filters
+    from pyhudi.metadata.keys import bloom_filter_key
+
     path = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type,
-            "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.compact.max.delta.commits": "2",
+            "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true",
+            "hoodie.metadata.compact.max.delta.commits": "2",
             "hoodie.cleaner.commits.retained": "1", "hoodie.compact.inline.max.delta.commits": "2"}
     for n in range(6):
         rows = [(f"k{i}", f"p{i % 2}", 10 * n + i) for i in range(n % 3, 12, 2)]
         pyhudi.write(_rows(spark, rows), path, {**opts, "hoodie.datasource.write.operation":
                                                 "delete" if n == 3 else "upsert"})
         mdt = _agrees(path)
-    assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "column_stats,files"
+    table = pyhudi.HudiTable(path)
+    assert table.properties["hoodie.table.metadata.partitions"] == "bloom_filters,column_stats,files"
     assert mdt.partitions()["column_stats"] == ["col-stats-0000-0", "col-stats-0001-0"]
+    assert len(mdt.partitions()["bloom_filters"]) == 4
+    blooms = bloom_filters.latest(mdt.read("bloom_filters", table.timeline))
+    checked = 0
+    for row in pyhudi_rows(spark, path):  # every stored key passes its base file's filter from the MDT
+        key = bloom_filter_key(row["p"], row["_hoodie_file_name"])
+        if key in blooms:
+            assert bloom_filters.bloom_filter(blooms[key]).might_contain([row["id"]])[0]
+            checked += 1
+    assert checked
     assert mdt.timeline.completed([COMMIT]), "compacted"
     pyhudi.rollback(path)
     _agrees(path)
     pyhudi.write(_rows(spark, [("z", "p0", 99)]), path, OPTS)
-    assert "column_stats" not in MetadataTable(pyhudi.HudiTable(path).storage).partitions()
+    assert set(MetadataTable(pyhudi.HudiTable(path).storage).partitions()) == {"files"}
     assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
 
 
@@ -302,3 +317,44 @@ def test_data_skipping_takes_statistics_from_the_metadata_table(spark, tmp_path,
     everything = pyhudi.read(spark, path).where("ts > 150 AND ts < 350")
     assert sorted(r["ts"] for r in pyhudi.read(spark, path, filters="ts > 150 AND ts < 350").collect()) == \
         sorted(r["ts"] for r in everything.collect())
+
+
+def test_validate_reports_a_wrong_bloom_filter(spark, tmp_path, monkeypatch):
+    from pyhudi.metadata import bloom_filters
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.index.bloom.filter.enable": "true"}
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
+    _agrees(path)
+    original = bloom_filters.base_file_records
+    monkeypatch.setattr(bloom_filters, "base_file_records", lambda storage, paths: [
+        (k, {**r, "BloomFilterMetadata": {**r["BloomFilterMetadata"], "bloomFilter": b"x"}})
+        for k, r in original(storage, paths)])
+    pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
+    monkeypatch.undo()
+    result = validate(pyhudi.HudiTable(path))
+    assert any("bloom filter of y/" in d for d in result.stats_differ), result.stats_differ
+
+
+@pytest.mark.parametrize("local", ["true", "false"])
+def test_the_bloom_index_takes_key_ranges_from_the_metadata_table(spark, tmp_path, local):
+    """hoodie.bloom.index.use.metadata: the key ranges of the files come from the column statistics
+    of _hoodie_record_key, not from footers, on the partition-local and the distributed paths; the
+    upsert lands as without it."""
+    from pyhudi.index import bloom_index
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.index.type": "BLOOM", "pyhudi.write.partition.local": local,
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.parquet.small.file.limit": "0"}
+    for n in range(3):
+        pyhudi.write(_rows(spark, [(f"k{n}-{i}", "x", n) for i in range(4)]), path, opts)
+    bloom_index._KNOWN_RANGES.clear()
+    res = pyhudi.write(_rows(spark, [("k1-2", "x", 9), ("new", "x", 9)]), path,
+                       {**opts, "hoodie.bloom.index.use.metadata": "true"})
+    assert res.stats["index"]["phases"]["key_ranges_from_metadata_table"] == 3
+    if local == "false":
+        assert res.stats["index"]["files_after_range_pruning"] == 1
+    rows = {r["id"]: r["ts"] for r in pyhudi_rows(spark, path)}
+    assert rows["k1-2"] == 9 and rows["new"] == 9 and len(rows) == 13
+    _agrees(path)

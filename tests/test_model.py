@@ -144,6 +144,7 @@ def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizi
         **index_opts, "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bucket.index.num.buckets": "3", "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.bloom.filter.enable": "true",
         **SIZING[sizing],
     }
     model: dict = {}

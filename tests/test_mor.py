@@ -53,6 +53,7 @@ def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, 
         "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bucket.index.num.buckets": "3", "hoodie.metadata.index.column.stats.enable": "true",
+        "hoodie.metadata.index.bloom.filter.enable": "true",
         "hoodie.logfile.data.block.format": block_format,
         **SIZING[sizing],
     }

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pyhudi.metadata.files import NON_PARTITIONED_KEY, TYPE_FILE_LIST
+from pyhudi.metadata.files import deleted_base_files
 from pyhudi.metadata.keys import column_id, column_stats_key
 from pyhudi.read.skipping import ColumnRange, footers
 from pyhudi.storage import Storage
@@ -173,10 +173,15 @@ def file_ranges(records: Iterable[tuple[str, dict]], schema: pa.Schema) -> dict[
 
 
 
+def key_prefixes(columns: Iterable[str]) -> tuple[str, ...]:
+    """The key prefixes of the statistics of ``columns`` (a column's records share its id)."""
+    return tuple(sorted({column_id(c) for c in columns}))
+
+
 def column_ranges(records: Iterable[tuple[str, dict]], columns: Iterable[str],
                   schema: pa.Schema) -> dict[str, dict[str, ColumnRange]]:
-    """file name -> column -> range for ``columns`` only (their records share a key prefix)."""
-    prefixes = tuple(column_id(c) for c in columns)
+    """file name -> column -> range for ``columns`` only."""
+    prefixes = key_prefixes(columns)
     return file_ranges(((k, r) for k, r in records if k.startswith(prefixes)), schema)
 
 
@@ -193,12 +198,4 @@ def base_file_records(storage: Storage, paths: Iterable[str]) -> list[tuple[str,
 def retired_records(files_records: Iterable[tuple[str, dict]], columns: Iterable[str]) -> list[tuple[str, dict]]:
     """Records retiring the statistics of every base file a ``files``-partition record deletes."""
     names = list(columns)
-    out = []
-    for key, record in files_records:
-        if record.get("type") != TYPE_FILE_LIST:
-            continue
-        partition = "" if key == NON_PARTITIONED_KEY else key
-        for name, info in (record.get("filesystemMetadata") or {}).items():
-            if info.get("isDeleted") and name.endswith(".parquet"):
-                out += deleted_records(partition, name, names)
-    return out
+    return [r for partition, name in deleted_base_files(files_records) for r in deleted_records(partition, name, names)]

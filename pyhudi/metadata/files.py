@@ -58,15 +58,19 @@ def _parsed_schema(schema_json: str) -> Any:
     return fastavro.parse_schema(json.loads(schema_json))
 
 
-def decode_records(reader: HFileReader, schema_json: str | None) -> Iterator[tuple[str, dict]]:
-    """(record key, HoodieMetadataRecord) of every cell of an MDT HFile."""
+def decode_records(reader: HFileReader, schema_json: str | None, *,
+                   prefixes: tuple[str, ...] | None = None) -> Iterator[tuple[str, dict]]:
+    """(record key, HoodieMetadataRecord) of every cell of an MDT HFile, or of those whose key
+    starts with one of ``prefixes`` (found through the block index: other blocks are not read)."""
     import fastavro
 
     schema_text = schema_json or reader.file_info.get("schema", b"").decode()
     if not schema_text:
         raise HudiCorruptFileError(f"{reader.source} has no Avro schema to decode its records with")
     schema = _parsed_schema(schema_text)
-    for row, value in reader.items():
+    cells = reader.items() if prefixes is None else (
+        cell for prefix in sorted(set(prefixes)) for cell in reader.prefix(prefix.encode("utf-8")))
+    for row, value in cells:
         # a union of several records (a column statistic's wrapped value) decodes as (name, record)
         record: dict = fastavro.schemaless_reader(  # type: ignore[assignment,call-overload]
             io.BytesIO(value), schema, return_record_name=True, return_record_name_override=True)
@@ -89,6 +93,18 @@ def files_record(partition: str, added: Mapping[str, int], deleted: Iterable[str
     entries = {name: {"size": int(size), "isDeleted": False} for name, size in added.items()}
     entries.update({name: {"size": 0, "isDeleted": True} for name in deleted})
     return key, {"key": key, "type": TYPE_FILE_LIST, "filesystemMetadata": entries}
+
+
+def deleted_base_files(records: Iterable[tuple[str, dict]]) -> Iterator[tuple[str, str]]:
+    """(partition, file name) of every base file ``files``-partition records delete: the files
+    whose index entries (column statistics, bloom filters) retire with them."""
+    for key, record in records:
+        if record.get("type") != TYPE_FILE_LIST:
+            continue
+        partition = "" if key == NON_PARTITIONED_KEY else key
+        for name, info in (record.get("filesystemMetadata") or {}).items():
+            if info.get("isDeleted") and name.endswith(".parquet"):
+                yield partition, name
 
 
 def encode_records(records: Iterable[tuple[str, dict]], schema_json: str) -> list[tuple[bytes, bytes]]:
@@ -148,8 +164,8 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
 
 
 def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
-                   data_completed: set[str] | None = None,
-                   archived_before: str | None = None) -> list[tuple[str, dict]]:
+                   data_completed: set[str] | None = None, archived_before: str | None = None,
+                   key_prefixes: tuple[str, ...] | None = None) -> list[tuple[str, dict]]:
     """The records of an MDT partition in the order they merge: per file group, its latest
     completed base file, then the log blocks written after it by completed instants.
 
@@ -157,7 +173,8 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
     (table version 8 and later; None in version 6). ``data_completed``: completed instants of the
     data table; MDT records of other instants (except the MDT's own instants) are ignored, unless
     older than ``archived_before``, the data table's first active instant (archived, hence
-    completed).
+    completed). ``key_prefixes``: only records whose key starts with one of them (the statistics
+    of some columns), looked up in base files through their block index.
 
     Which log blocks follow the base file depends on the table version: in version 6 a log file
     names the base instant of its slice; from version 8 a log file belongs to the newest slice
@@ -183,7 +200,7 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
         base_instant = ""
         if bases:
             base_instant, name, size = max(bases)
-            out.extend(_decoded(storage, posixpath.join(folder, name), size)[0][2])
+            out.extend(_decoded(storage, posixpath.join(folder, name), size, key_prefixes)[0][2])
 
         def visible(instant: str, base_instant: str = base_instant) -> bool:
             if instant not in mdt_completed:
@@ -199,7 +216,7 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
         for name, size, slice_instant in logs:
             if not by_completion and base_instant and slice_instant != base_instant:
                 continue  # a log file of an older slice, compacted into the base file
-            for instant, position, records in _decoded(storage, posixpath.join(folder, name), size):
+            for instant, position, records in _decoded(storage, posixpath.join(folder, name), size, key_prefixes):
                 if visible(instant):
                     blocks.append((instant, name, position, records))
         for *_order, records in sorted(blocks, key=lambda b: b[:3]):
@@ -208,26 +225,29 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
 
 
 #: decoded records of MDT files read lately: (path, size) -> [(instant, block position, records)]
-_DECODED: OrderedDict[tuple[str, int], list[tuple[str, int, list[tuple[str, dict]]]]] = OrderedDict()
+_DECODED: OrderedDict[tuple[str, int, tuple[str, ...] | None], list[tuple[str, int, list[tuple[str, dict]]]]] = \
+    OrderedDict()
 _DECODED_MAX = 32
 
 
-def _decoded(storage: Storage, rel: str, size: int) -> list[tuple[str, int, list[tuple[str, dict]]]]:
-    """The records of an MDT base HFile (one entry) or of a log file's HFile data blocks.
+def _decoded(storage: Storage, rel: str, size: int,
+             prefixes: tuple[str, ...] | None = None) -> list[tuple[str, int, list[tuple[str, dict]]]]:
+    """The records of an MDT base HFile (one entry) or of a log file's HFile data blocks (those
+    whose key starts with one of ``prefixes``, if given).
 
     MDT files do not change once written (a log file Hudi appended to has a new size), and every
     planning reads the same base file and logs, so their decoded records are kept per process."""
-    key = (storage.full(rel), size)
+    key = (storage.full(rel), size, prefixes)
     if key in _DECODED:
         _DECODED.move_to_end(key)
         return _DECODED[key]
     data = storage.read_bytes(rel)
     name = posixpath.basename(rel)
     if name.endswith(".hfile"):
-        out = [("", 0, list(decode_records(HFileReader(data, source=name), None)))]
+        out = [("", 0, list(decode_records(HFileReader(data, source=name), None, prefixes=prefixes)))]
     else:
-        out = [(block.instant_time or "", position, list(decode_records(HFileReader(block.content, source=name),
-                                                                        block.schema)))
+        out = [(block.instant_time or "", position,
+                list(decode_records(HFileReader(block.content, source=name), block.schema, prefixes=prefixes)))
                for position, block in enumerate(read_blocks(data, source=name))
                if block.block_type == BlockType.HFILE_DATA_BLOCK]
     if len(data) == size:  # the listing's size: the file did not grow meanwhile

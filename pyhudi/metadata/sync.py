@@ -16,7 +16,13 @@ from collections.abc import Mapping
 
 from pyhudi.metadata.convert import Record, commit_records, merge_records, rollback_records
 from pyhudi.metadata.files import FILES_PARTITION, files_record, partitions_record
-from pyhudi.metadata.table import COLUMN_STATS_PARTITION, INIT_SUFFIX, MetadataTable, usable_partitions
+from pyhudi.metadata.table import (
+    BLOOM_FILTERS_PARTITION,
+    COLUMN_STATS_PARTITION,
+    INIT_SUFFIX,
+    MetadataTable,
+    usable_partitions,
+)
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
@@ -47,16 +53,19 @@ def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataTable | N
 def partition_records(mdt: MetadataTable, storage: Storage, action: str, content: bytes, *,
                       source: str) -> tuple[dict[str, list[Record]], list[str]]:
     """(records of a completed action per MDT partition the table has, data instants it rolls back)."""
+    from pyhudi.metadata import bloom_filters, column_stats
+
     files, undo = action_records(action, content, source=source)
     out = {FILES_PARTITION: files}
-    if COLUMN_STATS_PARTITION in mdt.partitions():
-        from pyhudi.metadata import column_stats
-
-        stats = column_stats.retired_records(files, indexed_columns(storage))
-        if action in WRITE_ACTIONS:
-            written = [s.path for s in CommitMetadata.from_json(content, source=source).write_stats() if s.path]
-            stats += column_stats.base_file_records(storage, written)
-        out[COLUMN_STATS_PARTITION] = stats
+    have = mdt.partitions()
+    written = [s.path for s in CommitMetadata.from_json(content, source=source).write_stats()
+               if s.path] if action in WRITE_ACTIONS and len(have) > 1 else []
+    if COLUMN_STATS_PARTITION in have:
+        out[COLUMN_STATS_PARTITION] = (column_stats.retired_records(files, indexed_columns(storage))
+                                       + column_stats.base_file_records(storage, written))
+    if BLOOM_FILTERS_PARTITION in have:
+        out[BLOOM_FILTERS_PARTITION] = (bloom_filters.retired_records(files)
+                                        + bloom_filters.base_file_records(storage, written))
     return out, undo
 
 
@@ -133,11 +142,12 @@ def initial_records(storage: Storage, timeline: Timeline,
     records = [partitions_record(sorted(p or "." for p in files))]
     records += [files_record(p, dict(sizes)) for p, sizes in sorted(files.items())]
     out[FILES_PARTITION] = (1, records)
-    if COLUMN_STATS_PARTITION in groups:
-        from pyhudi.metadata import column_stats
+    from pyhudi.metadata import bloom_filters, column_stats
 
-        bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
-        out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION], column_stats.base_file_records(storage, bases))
+    bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
+    for partition, module in ((COLUMN_STATS_PARTITION, column_stats), (BLOOM_FILTERS_PARTITION, bloom_filters)):
+        if partition in groups:
+            out[partition] = (groups[partition], module.base_file_records(storage, bases))
     return out
 
 
@@ -153,16 +163,17 @@ def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str,
     return files
 
 
-def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0) -> None:
+def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0,
+                           bloom_filter_groups: int = 0) -> None:
     """At the start of a write, under the table lock: build the metadata table from storage when it
     is enabled and missing, stale (a writer that did not keep it wrote since) or has other
     partitions than asked for (``column_stats_groups`` > 0: a ``column_stats`` partition of that
     many file groups), or remove it when disabled, as Hudi does, so that no reader trusts a file
     list that writes no longer maintain.
 
-    pyhudi keeps the ``files`` and ``column_stats`` partitions only: other partitions an Apache
-    Hudi writer declared (bloom filters, record index) would go stale under pyhudi's writes, so
-    they are deleted and no longer declared."""
+    pyhudi keeps the ``files``, ``column_stats`` and ``bloom_filters`` partitions: other
+    partitions an Apache Hudi writer declared (the record index) would go stale under pyhudi's
+    writes, so they are deleted and no longer declared, as are index partitions not asked for."""
     mdt = MetadataTable(table.storage)
     declared = usable_partitions(table.config.props) | usable_partitions(
         {P.METADATA_PARTITIONS: table.config.props.get(METADATA_PARTITIONS_INFLIGHT, "")})
@@ -178,6 +189,8 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
     wanted = {FILES_PARTITION: 1}
     if column_stats_groups > 0:
         wanted[COLUMN_STATS_PARTITION] = column_stats_groups
+    if bloom_filter_groups > 0:
+        wanted[BLOOM_FILTERS_PARTITION] = bloom_filter_groups
     timeline = table.timeline
     if declared == set(wanted) and mdt.exists():
         have = {p: len(g) for p, g in mdt.partitions().items()}

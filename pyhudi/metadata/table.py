@@ -64,8 +64,9 @@ log = logging.getLogger("pyhudi")
 
 FILE_GROUP = "files-0000-0"
 COLUMN_STATS_PARTITION = "column_stats"
+BLOOM_FILTERS_PARTITION = "bloom_filters"
 #: the partitions pyhudi writes, with the prefix of their file group ids
-PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-"}
+PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-", BLOOM_FILTERS_PARTITION: "bloom-filters-"}
 Records = list[tuple[str, dict]]
 #: write token of MDT files: written by the driver, outside any Spark task
 WRITE_TOKEN = "0-0-0"
@@ -328,7 +329,6 @@ class MetadataTable:
     def merged_records(self, data_timeline: Timeline) -> dict[str, Records]:
         """Every partition's records merged to one per key (what a compaction writes)."""
         from pyhudi.metadata import column_stats
-        from pyhudi.metadata.files import read_partition
 
         out: dict[str, Records] = {}
         for partition in self.partitions():
@@ -337,12 +337,13 @@ class MetadataTable:
                 names = listing.partitions | {p or "." for p, files in listing.files.items() if files}
                 records = [partitions_record(sorted(names))]
                 records += [files_record(p, files) for p, files in sorted(listing.files.items())]
+            elif partition == BLOOM_FILTERS_PARTITION:
+                from pyhudi.metadata import bloom_filters
+
+                records = sorted(bloom_filters.latest(self.read(partition, data_timeline)).items())
             else:
                 merged: dict[str, dict] = {}
-                for key, record in read_partition(
-                        self.data_storage, partition, mdt_completed=self.completed(),
-                        data_completed={i.timestamp for i in data_timeline.completed()},
-                        archived_before=data_timeline.archived_before()):
+                for key, record in self.read(partition, data_timeline):
                     stats = record.get("ColumnStatsMetadata")
                     if stats is not None:
                         merged[key] = {**record, "ColumnStatsMetadata": column_stats.merge(
@@ -350,6 +351,15 @@ class MetadataTable:
                 records = [(k, r) for k, r in sorted(merged.items()) if not r["ColumnStatsMetadata"].get("isDeleted")]
             out[partition] = records
         return out
+
+    def read(self, partition: str, data_timeline: Timeline, *,
+             key_prefixes: tuple[str, ...] | None = None) -> Records:
+        """A partition's records in merge order, trusting only completed data instants."""
+        from pyhudi.metadata.files import read_partition
+
+        return read_partition(self.data_storage, partition, mdt_completed=self.completed(),
+                              data_completed={i.timestamp for i in data_timeline.completed()},
+                              archived_before=data_timeline.archived_before(), key_prefixes=key_prefixes)
 
     def _write_base(self, instant: str, partition: str, group: str, records: Records) -> WriteStat:
         from pyhudi.io.bloom import BloomFilter

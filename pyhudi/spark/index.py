@@ -176,6 +176,19 @@ def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> lis
     return out
 
 
+def ranges_from_metadata(table: HudiTable, files: list[BaseFile]) -> int:
+    """Remember the key ranges the metadata table's column statistics give (``_hoodie_record_key``
+    min and max), so that no footer is read for them; returns how many files had one."""
+    schema = table.arrow_schema()
+    recorded = table.metadata_column_ranges([RECORD_KEY], schema) if schema is not None else None
+    if not recorded:
+        return 0
+    found = [(b.path, r.min, r.max) for b in files
+             if (r := recorded.get(b.name, {}).get(RECORD_KEY)) is not None]
+    B.remember_ranges(table.storage.base_uri, found)
+    return len(found)
+
+
 def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partitions: list[str] | None,
                  cfg: HudiConfig, *, global_index: bool, spec: MergeSpec | None = None) -> Lookup:
     """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors.
@@ -193,6 +206,8 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     parallelism = spark.sparkContext.defaultParallelism
     prune = cfg.get(C.BLOOM_PRUNE_BY_RANGES)
     if prune:
+        if cfg.get(C.BLOOM_INDEX_USE_METADATA):
+            stats.phases["key_ranges_from_metadata_table"] = ranges_from_metadata(table, files)
         ranges = key_ranges(spark, base_uri, files)
     else:
         ranges = [B.FileRange(b.partition_path, b.file_id, b.path) for b in files]

@@ -436,6 +436,12 @@ class Pipeline:
         slices: dict[str, list[FileSlice]] = {}
         for piece in view.latest_slices():
             slices.setdefault(piece.partition_path, []).append(piece)
+        from_metadata = None  # key ranges remembered from the metadata table's column statistics
+        if index == BLOOM and cfg.get(C.BLOOM_INDEX_USE_METADATA):
+            from pyhudi.spark.index import ranges_from_metadata
+
+            from_metadata = ranges_from_metadata(self.table, [s.base_file for s in view.latest_slices()
+                                                              if s.base_file is not None])
         layouts = {}
         base_uri = self.table.storage.base_uri
         for p in partitions:
@@ -455,6 +461,8 @@ class Pipeline:
             files = sum(len(slices.get(p, [])) for p in partitions)
             self.index_stats = IndexStats(cfg.get(C.INDEX_TYPE), partitions=len(view.partitions),
                                           files_in_partitions=files)
+            if from_metadata is not None:
+                self.index_stats.phases["key_ranges_from_metadata_table"] = from_metadata
         key_schema = key_read_schema(self.table, self.merge_spec()) \
             if index in (SIMPLE, BLOOM) and self.is_mor else None
         avg, measured = self.record_size() if index != BUCKET_INDEX else (1, True)

@@ -132,7 +132,8 @@ class HudiTable:
         try:
             records = read_partition(self.storage, column_stats.PARTITION, mdt_completed=mdt.completed(),
                                      data_completed={i.timestamp for i in self.timeline.completed()},
-                                     archived_before=self.timeline.archived_before())
+                                     archived_before=self.timeline.archived_before(),
+                                     key_prefixes=column_stats.key_prefixes(columns))
         except (FileNotFoundError, HudiError) as exc:
             log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
             return None

@@ -123,9 +123,13 @@ class WriteTransaction:
                     f"{conc.heartbeat.max_age_s:.0f} s after its last beat and the next writer rolls it back), or "
                     "let writers run side by side with hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL "
                     "on every writer (its failed-writes policy defaults to LAZY)")
-            prepare_metadata_table(self.table, enabled=self.cfg.get(C.METADATA_ENABLE), column_stats_groups=(
-                self.cfg.get(C.METADATA_COLUMN_STATS_FILE_GROUPS) if self.cfg.get(C.METADATA_COLUMN_STATS_ENABLE)
-                else 0))
+            cfg = self.cfg
+            prepare_metadata_table(
+                self.table, enabled=cfg.get(C.METADATA_ENABLE),
+                column_stats_groups=cfg.get(C.METADATA_COLUMN_STATS_FILE_GROUPS)
+                if cfg.get(C.METADATA_COLUMN_STATS_ENABLE) else 0,
+                bloom_filter_groups=cfg.get(C.METADATA_BLOOM_FILTER_FILE_GROUPS)
+                if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0)
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
