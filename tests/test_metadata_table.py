@@ -267,29 +267,37 @@ def test_column_stats_and_bloom_filters_are_kept_in_step_with_the_footers(spark,
     assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
 
 
+def _validate_after_a_wrong_write(spark, path, monkeypatch, option, module, name, wrong) -> list[str]:
+    """Write a table with ``option`` on, then one write whose ``module.name`` records ``wrong``
+    makes wrong; what validate reports."""
+    opts = {**OPTS, option: "true"}
+    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
+    _agrees(path)
+    monkeypatch.setattr(module, name, wrong(getattr(module, name)))
+    pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
+    monkeypatch.undo()
+    result = validate(pyhudi.HudiTable(path))
+    assert not result.agrees
+    return result.stats_differ
+
+
 def test_validate_reports_a_wrong_column_statistic(spark, tmp_path, monkeypatch):
     from pyhudi.metadata import column_stats
 
-    path = str(tmp_path / "t")
-    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true"}
-    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
-    _agrees(path)
-    original = column_stats.footer_records
+    def wrong(original):
+        return lambda partition, file_name, metadata, **kw: off_by_one(original(partition, file_name, metadata, **kw))
 
-    def off_by_one(partition, file_name, metadata, **kw):
-        records = original(partition, file_name, metadata, **kw)
+    def off_by_one(records):
         for _key, record in records:
             stats = record["ColumnStatsMetadata"]
             if stats["columnName"] == "ts":
                 stats["maxValue"] = (stats["maxValue"][0], {"value": stats["maxValue"][1]["value"] + 1})
         return records
 
-    monkeypatch.setattr(column_stats, "footer_records", off_by_one)
-    pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
-    monkeypatch.undo()
-    result = validate(pyhudi.HudiTable(path))
-    assert not result.agrees
-    assert any("column ts" in d and "y/" in d for d in result.stats_differ), result.stats_differ
+    differ = _validate_after_a_wrong_write(spark, str(tmp_path / "t"), monkeypatch,
+                                           "hoodie.metadata.index.column.stats.enable", column_stats, "footer_records",
+                                           wrong)
+    assert any("column ts" in d and "y/" in d for d in differ), differ
 
 
 def test_data_skipping_takes_statistics_from_the_metadata_table(spark, tmp_path, monkeypatch, caplog):
@@ -322,18 +330,15 @@ def test_data_skipping_takes_statistics_from_the_metadata_table(spark, tmp_path,
 def test_validate_reports_a_wrong_bloom_filter(spark, tmp_path, monkeypatch):
     from pyhudi.metadata import bloom_filters
 
-    path = str(tmp_path / "t")
-    opts = {**OPTS, "hoodie.metadata.index.bloom.filter.enable": "true"}
-    pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
-    _agrees(path)
-    original = bloom_filters.base_file_records
-    monkeypatch.setattr(bloom_filters, "base_file_records", lambda storage, paths: [
-        (k, {**r, "BloomFilterMetadata": {**r["BloomFilterMetadata"], "bloomFilter": b"x"}})
-        for k, r in original(storage, paths)])
-    pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
-    monkeypatch.undo()
-    result = validate(pyhudi.HudiTable(path))
-    assert any("bloom filter of y/" in d for d in result.stats_differ), result.stats_differ
+    def wrong(original):
+        return lambda storage, paths: [
+            (k, {**r, "BloomFilterMetadata": {**r["BloomFilterMetadata"], "bloomFilter": b"x"}})
+            for k, r in original(storage, paths)]
+
+    differ = _validate_after_a_wrong_write(spark, str(tmp_path / "t"), monkeypatch,
+                                           "hoodie.metadata.index.bloom.filter.enable", bloom_filters,
+                                           "base_file_records", wrong)
+    assert any("bloom filter of y/" in d for d in differ), differ
 
 
 @pytest.mark.parametrize("local", ["true", "false"])
@@ -358,3 +363,34 @@ def test_the_bloom_index_takes_key_ranges_from_the_metadata_table(spark, tmp_pat
     rows = {r["id"]: r["ts"] for r in pyhudi_rows(spark, path)}
     assert rows["k1-2"] == 9 and rows["new"] == 9 and len(rows) == 13
     _agrees(path)
+
+
+def test_a_log_file_written_again_under_its_name_is_read_afresh(tmp_path):
+    """Applying an instant again rolls its first delta commit back and may write a log file of the
+    same name and size; a reader that decoded the first one must not reuse it."""
+    from pyhudi.io.log_format import hfile_data_block
+    from pyhudi.metadata.files import encode_records, files_record, read_partition
+    from pyhudi.metadata.schema import RECORD_SCHEMA
+    from pyhudi.storage import Storage
+
+    folder = tmp_path / ".hoodie" / "metadata" / "files"
+    folder.mkdir(parents=True)
+    log_file = folder / ".files-0000-0_00000000000000010.log.1_0-0-0"
+    instant = "20240101000000000"
+
+    def write(name: str, mtime: int) -> None:
+        records = [files_record("x", {name: 7})]
+        log_file.write_bytes(hfile_data_block(encode_records(records, RECORD_SCHEMA), RECORD_SCHEMA, instant,
+                                              codec="NONE"))
+        os.utime(log_file, ns=(mtime, mtime))
+
+    def listed() -> set[str]:
+        records = read_partition(Storage(str(tmp_path)), "files", mdt_completed={instant: None})
+        return {n for _key, r in records for n in r["filesystemMetadata"]}
+
+    write("first-attempt.parquet", 1_000_000_000)
+    size = log_file.stat().st_size
+    assert listed() == {"first-attempt.parquet"}
+    write("other-attempt.parquet", 2_000_000_000)
+    assert log_file.stat().st_size == size
+    assert listed() == {"other-attempt.parquet"}

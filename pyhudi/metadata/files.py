@@ -34,6 +34,7 @@ from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.io.hfile import HFileReader
 from pyhudi.io.log_format import BlockType, read_blocks
 from pyhudi.storage import Storage
+from pyhudi.storage.fs import FileInfo
 
 METADATA_FOLDER = ".hoodie/metadata"
 FILES_PARTITION = "files"
@@ -181,12 +182,12 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
     whose (compaction) instant is older than its delta commit's completion.
     """
     folder = f"{METADATA_FOLDER}/{partition}"
-    groups: dict[str, tuple[list[tuple[str, str, int]], list[tuple[str, int, str]]]] = {}
+    groups: dict[str, tuple[list[tuple[str, str, FileInfo]], list[tuple[str, FileInfo, str]]]] = {}
     for info in storage.list_files(folder):
         if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
-            groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info.size))
+            groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info))
         elif (log_name := parse_log_file(info.name)) is not None:
-            groups.setdefault(log_name.file_id, ([], []))[1].append((info.name, info.size, log_name.base_instant))
+            groups.setdefault(log_name.file_id, ([], []))[1].append((info.name, info, log_name.base_instant))
     by_completion = any(done is not None for done in mdt_completed.values())
     first_active = min(mdt_completed, default="")
     out: list[tuple[str, dict]] = []
@@ -199,8 +200,8 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
                                        "file of a completed instant (compacted and cleaned while being read?)")
         base_instant = ""
         if bases:
-            base_instant, name, size = max(bases)
-            out.extend(_decoded(storage, posixpath.join(folder, name), size, key_prefixes)[0][2])
+            base_instant, name, info = max(bases, key=lambda b: b[:2])
+            out.extend(_decoded(storage, posixpath.join(folder, name), info, key_prefixes)[0][2])
 
         def visible(instant: str, base_instant: str = base_instant) -> bool:
             if instant not in mdt_completed:
@@ -213,10 +214,10 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
             return archived_before is not None and instant < archived_before
 
         blocks = []
-        for name, size, slice_instant in logs:
+        for name, info, slice_instant in logs:
             if not by_completion and base_instant and slice_instant != base_instant:
                 continue  # a log file of an older slice, compacted into the base file
-            for instant, position, records in _decoded(storage, posixpath.join(folder, name), size, key_prefixes):
+            for instant, position, records in _decoded(storage, posixpath.join(folder, name), info, key_prefixes):
                 if visible(instant):
                     blocks.append((instant, name, position, records))
         for *_order, records in sorted(blocks, key=lambda b: b[:3]):
@@ -224,20 +225,21 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
     return out
 
 
-#: decoded records of MDT files read lately: (path, size) -> [(instant, block position, records)]
-_DECODED: OrderedDict[tuple[str, int, tuple[str, ...] | None], list[tuple[str, int, list[tuple[str, dict]]]]] = \
-    OrderedDict()
+#: decoded records of MDT files read lately: (path, size, mtime, key prefixes) -> [(instant, block position, records)]
+_DECODED: OrderedDict[tuple[str, int, int, tuple[str, ...] | None], list[tuple[str, int, list[tuple[str, dict]]]]] \
+    = OrderedDict()
 _DECODED_MAX = 32
 
 
-def _decoded(storage: Storage, rel: str, size: int,
+def _decoded(storage: Storage, rel: str, info: FileInfo,
              prefixes: tuple[str, ...] | None = None) -> list[tuple[str, int, list[tuple[str, dict]]]]:
     """The records of an MDT base HFile (one entry) or of a log file's HFile data blocks (those
     whose key starts with one of ``prefixes``, if given).
 
-    MDT files do not change once written (a log file Hudi appended to has a new size), and every
-    planning reads the same base file and logs, so their decoded records are kept per process."""
-    key = (storage.full(rel), size, prefixes)
+    Every planning reads the same base file and logs, so their decoded records are kept per
+    process, keyed by path, size and modification time as the listing saw them: a log file Hudi
+    appended to, or a name written again after its delta commit was rolled back, is read afresh."""
+    key = (storage.full(rel), info.size, info.mtime_ns, prefixes)
     if key in _DECODED:
         _DECODED.move_to_end(key)
         return _DECODED[key]
@@ -250,7 +252,7 @@ def _decoded(storage: Storage, rel: str, size: int,
                 list(decode_records(HFileReader(block.content, source=name), block.schema, prefixes=prefixes)))
                for position, block in enumerate(read_blocks(data, source=name))
                if block.block_type == BlockType.HFILE_DATA_BLOCK]
-    if len(data) == size:  # the listing's size: the file did not grow meanwhile
+    if len(data) == info.size:  # the listing's size: the file did not grow meanwhile
         _DECODED[key] = out
         while len(_DECODED) > _DECODED_MAX:
             _DECODED.popitem(last=False)
