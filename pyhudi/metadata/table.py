@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import time
 from collections.abc import Iterable, Iterator, Mapping
 
 from pyhudi.errors import HudiCorruptFileError
@@ -248,7 +249,10 @@ class MetadataTable:
                     if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base
                     and lf.file_id == group]
         version = max(versions, default=0) + 1
-        rel = f"{partition}/{log_file_name(group, base, version, WRITE_TOKEN)}"
+        # the attempt's own token: a delta commit written again after a rollback never takes the
+        # name (and so the cached decoding) of the one rolled back
+        token = f"0-0-{time.time_ns() % 1_000_000_000}"
+        rel = f"{partition}/{log_file_name(group, base, version, token)}"
         create_marker(self.storage, instant, rel, APPEND)
         data = hfile_data_block(encode_records(records, RECORD_SCHEMA), RECORD_SCHEMA, instant)
         self.storage.create_new(rel, data)
