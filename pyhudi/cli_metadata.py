@@ -110,7 +110,6 @@ def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str
     """Differences between the column_stats partition and the footers of the listed base files:
     a statistic that disagrees, a base file without statistics, statistics of an unlisted file."""
     from pyhudi.metadata import column_stats
-    from pyhudi.metadata.files import read_partition
     from pyhudi.read.skipping import footers
 
     mdt = MetadataTable(table.storage)
@@ -120,9 +119,7 @@ def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str
     schema = table.arrow_schema()
     if schema is None:
         return []
-    records = read_partition(table.storage, column_stats.PARTITION, mdt_completed=mdt.completed(),
-                             data_completed={i.timestamp for i in table.timeline.completed()},
-                             archived_before=table.timeline.archived_before())
+    records = mdt.read(column_stats.PARTITION, table.timeline)
     recorded = column_stats.file_ranges(records, schema)
     bases = {name: posixpath.join(p, name) if p else name for p, files in listing.files.items()
              for name in files if name.endswith(".parquet") and name in stored.get(p, {})}

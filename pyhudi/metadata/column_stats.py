@@ -152,17 +152,27 @@ def merge(older: dict, newer: dict) -> dict:
     return out
 
 
-def file_ranges(records: Iterable[tuple[str, dict]], schema: pa.Schema) -> dict[str, dict[str, ColumnRange]]:
-    """file name -> column -> range, from the partition's records in merge order."""
-    merged: dict[tuple[str, str], dict] = {}
-    for _key, record in records:
+def merged(records: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """One (key, record) per file and column, its statistics merged over the partition's records
+    in merge order (:func:`merge`; deletions kept), in key order."""
+    out: dict[tuple[str, str], tuple[str, dict]] = {}
+    for key, record in records:
         stats = record.get("ColumnStatsMetadata")
         if not stats:
             continue
         ident = (stats.get("fileName") or "", stats.get("columnName") or "")
-        merged[ident] = merge(merged[ident], stats) if ident in merged else stats
+        if ident in out:
+            record = {**record, "ColumnStatsMetadata": merge(out[ident][1]["ColumnStatsMetadata"], stats)}
+        out[ident] = (key, record)
+    return sorted(out.values(), key=lambda kr: kr[0])
+
+
+def file_ranges(records: Iterable[tuple[str, dict]], schema: pa.Schema) -> dict[str, dict[str, ColumnRange]]:
+    """file name -> column -> range, from the partition's records in merge order."""
     out: dict[str, dict[str, ColumnRange]] = {}
-    for (file_name, column), stats in merged.items():
+    for _key, record in merged(records):
+        stats = record["ColumnStatsMetadata"]
+        file_name, column = stats.get("fileName") or "", stats.get("columnName") or ""
         if stats.get("isDeleted") or stats.get("valueCount") is None:
             continue
         kind = schema.field(column).type if column in schema.names else None

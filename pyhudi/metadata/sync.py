@@ -14,7 +14,7 @@ import logging
 import posixpath
 from collections.abc import Mapping
 
-from pyhudi.metadata.convert import Record, commit_records, merge_records, rollback_records
+from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
 from pyhudi.metadata.files import FILES_PARTITION, files_record, partitions_record
 from pyhudi.metadata.table import (
     BLOOM_FILTERS_PARTITION,
@@ -55,11 +55,9 @@ def partition_records(mdt: MetadataTable, storage: Storage, action: str, content
     """(records of a completed action per MDT partition the table has, data instants it rolls back)."""
     from pyhudi.metadata import bloom_filters, column_stats
 
-    files, undo = action_records(action, content, source=source)
+    files, undo, written = action_records(action, content, source=source)
     out = {FILES_PARTITION: files}
     have = mdt.partitions()
-    written = [s.path for s in CommitMetadata.from_json(content, source=source).write_stats()
-               if s.path] if action in WRITE_ACTIONS and len(have) > 1 else []
     if COLUMN_STATS_PARTITION in have:
         out[COLUMN_STATS_PARTITION] = (column_stats.retired_records(files, indexed_columns(storage))
                                        + column_stats.base_file_records(storage, written))
@@ -81,22 +79,23 @@ def indexed_columns(storage: Storage) -> list[str]:
     return [*(m for m in META_FIELDS if m not in fields), *fields]
 
 
-def action_records(action: str, content: bytes, *, source: str) -> tuple[list[Record], list[str]]:
-    """(``files``-partition records of a completed action, data instants it rolls back)."""
-    from pyhudi.metadata.convert import clean_records
-
+def action_records(action: str, content: bytes, *,
+                   source: str) -> tuple[list[Record], list[str], list[str]]:
+    """(``files``-partition records of a completed action, data instants it rolls back, files it
+    wrote relative to the table)."""
     if action in WRITE_ACTIONS:
-        return commit_records(CommitMetadata.from_json(content, source=source)), []
+        meta = CommitMetadata.from_json(content, source=source)
+        return commit_records(meta), [], [s.path for s in meta.write_stats() if s.path]
     record = read_record(content)
     if action == CLEAN:
-        return clean_records(record), []
+        return clean_records(record), [], []
     if action == ROLLBACK:
-        return rollback_records(record), [str(t) for t in record.get("commitsRollback") or []]
+        return rollback_records(record), [str(t) for t in record.get("commitsRollback") or []], []
     if action == RESTORE:
         records = [r for metas in (record.get("hoodieRestoreMetadata") or {}).values()
                    for meta in metas for r in rollback_records(meta)]
-        return merge_records(records), [str(t) for t in record.get("instantsToRollback") or []]
-    return [], []
+        return merge_records(records), [str(t) for t in record.get("instantsToRollback") or []], []
+    return [], [], []
 
 
 def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 
 from pyhudi.errors import HudiCorruptFileError
-from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file
+from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, slice_key
 from pyhudi.io.hfile import write_hfile
 from pyhudi.io.log_format import delete_block, hfile_data_block
 from pyhudi.metadata.files import (
@@ -50,6 +50,7 @@ from pyhudi.metadata.files import (
     files_record,
     partitions_record,
     read_files_partition,
+    read_partition,
 )
 from pyhudi.metadata.keys import file_group_id, file_group_index
 from pyhudi.metadata.schema import RECORD_SCHEMA
@@ -86,14 +87,6 @@ KEEP_MIN, KEEP_MAX = 20, 30
 def hfile_name(instant: str, file_group: str = FILE_GROUP) -> str:
     """The base file a file group of the MDT gets at ``instant``."""
     return f"{file_group}_{WRITE_TOKEN}_{instant}.hfile"
-
-
-def _file_id(name: str) -> str | None:
-    parsed = parse_base_file(name) if name.endswith(".hfile") else None
-    if parsed is not None:
-        return parsed.file_id
-    log_name = parse_log_file(name)
-    return log_name.file_id if log_name is not None else None
 
 
 def _buckets(records: Records, groups: list[str]) -> dict[str, Records]:
@@ -142,7 +135,7 @@ class MetadataTable:
         """The MDT partitions pyhudi writes that exist, with their file groups."""
         out = {}
         for partition in PREFIXES:
-            groups = sorted({fid for info in self.storage.list_files(partition) if (fid := _file_id(info.name))})
+            groups = sorted({key[0] for info in self.storage.list_files(partition) if (key := slice_key(info.name))})
             if groups:
                 out[partition] = groups
         return out
@@ -346,21 +339,14 @@ class MetadataTable:
 
                 records = sorted(bloom_filters.latest(self.read(partition, data_timeline)).items())
             else:
-                merged: dict[str, dict] = {}
-                for key, record in self.read(partition, data_timeline):
-                    stats = record.get("ColumnStatsMetadata")
-                    if stats is not None:
-                        merged[key] = {**record, "ColumnStatsMetadata": column_stats.merge(
-                            merged[key]["ColumnStatsMetadata"], stats) if key in merged else stats}
-                records = [(k, r) for k, r in sorted(merged.items()) if not r["ColumnStatsMetadata"].get("isDeleted")]
+                records = [(k, r) for k, r in column_stats.merged(self.read(partition, data_timeline))
+                           if not r["ColumnStatsMetadata"].get("isDeleted")]
             out[partition] = records
         return out
 
     def read(self, partition: str, data_timeline: Timeline, *,
              key_prefixes: tuple[str, ...] | None = None) -> Records:
         """A partition's records in merge order, trusting only completed data instants."""
-        from pyhudi.metadata.files import read_partition
-
         return read_partition(self.data_storage, partition, mdt_completed=self.completed(),
                               data_completed={i.timestamp for i in data_timeline.completed()},
                               archived_before=data_timeline.archived_before(), key_prefixes=key_prefixes)
@@ -400,10 +386,8 @@ class MetadataTable:
         for partition in self.partitions():
             old = []
             for info in self.storage.list_files(partition):
-                parsed = parse_base_file(info.name) if info.name.endswith(".hfile") else None
-                lf = parse_log_file(info.name)
-                slice_time = parsed.instant_time if parsed else lf.base_instant if lf else None
-                if slice_time is not None and slice_time < keep_from:
+                key = slice_key(info.name)
+                if key is not None and key[1] < keep_from:
                     old.append(f"{partition}/{info.name}")
             if old:
                 doomed[partition] = tuple(sorted(old))

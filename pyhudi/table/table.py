@@ -123,17 +123,13 @@ class HudiTable:
         """file name -> column -> range from the metadata table's column_stats partition, for
         ``columns``; None when the table has no usable one (then footers serve)."""
         from pyhudi.metadata import column_stats
-        from pyhudi.metadata.files import read_partition
         from pyhudi.metadata.table import MetadataTable, usable_partitions
 
         if column_stats.PARTITION not in usable_partitions(self.config.props) or self.metadata_listing() is None:
             return None
-        mdt = MetadataTable(self.storage)
         try:
-            records = read_partition(self.storage, column_stats.PARTITION, mdt_completed=mdt.completed(),
-                                     data_completed={i.timestamp for i in self.timeline.completed()},
-                                     archived_before=self.timeline.archived_before(),
-                                     key_prefixes=column_stats.key_prefixes(columns))
+            records = MetadataTable(self.storage).read(column_stats.PARTITION, self.timeline,
+                                                       key_prefixes=column_stats.key_prefixes(columns))
         except (FileNotFoundError, HudiError) as exc:
             log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
             return None
