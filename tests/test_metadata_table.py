@@ -27,11 +27,14 @@ def _rows(spark, rows):
     return spark.createDataFrame(rows, SCHEMA)
 
 
-def _agrees(path: str) -> MetadataTable:
+def _agrees(spark, path: str) -> MetadataTable:
+    """The metadata table agrees with storage, and hudi-rs reads the table as pyhudi does."""
     table = pyhudi.HudiTable(path)
     assert table.has_metadata_table()
     result = validate(table)
     assert result.agrees, validate_text(result)
+    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == \
+        sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path))
     return MetadataTable(table.storage)
 
 
@@ -73,7 +76,7 @@ def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, tabl
                 expected.pop(key, None)
             else:
                 expected[key] = ts
-        mdt = _agrees(path)
+        mdt = _agrees(spark, path)
         if n == 6:
             saved = pyhudi.HudiTable(path).timeline.completed_writes()[-1].timestamp
             pyhudi.create_savepoint(path, saved)
@@ -87,9 +90,9 @@ def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, tabl
     files = os.listdir(os.path.join(path, ".hoodie", "metadata", "files"))
     assert sum(f.endswith(".hfile") for f in files) <= 3, "old metadata slices are cleaned"
     pyhudi.rollback(path)  # the latest write, completed: undone in the MDT too
-    _agrees(path)
+    _agrees(spark, path)
     restored = pyhudi.restore(path, saved)
-    mdt = _agrees(path)
+    mdt = _agrees(spark, path)
     assert mdt.base_instant() == restored.instant + "010", "rebuilt from storage at the restore"
     assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == sorted(at_savepoint.items())
     assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == sorted(at_savepoint.items())
@@ -111,7 +114,7 @@ def test_a_write_killed_after_its_metadata_delta_commit_is_undone_in_both(spark,
     assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 1), ("b", 1)]
     assert not [f for files in mdt.listing(table.timeline).files.values() for f in files if failed in f]
     pyhudi.write(_rows(spark, [("d", "y", 3)]), path, OPTS)
-    mdt = _agrees(path)
+    mdt = _agrees(spark, path)
     rollback = pyhudi.HudiTable(path).timeline.completed([ROLLBACK])[0].timestamp
     assert failed not in {i.timestamp for i in mdt.timeline.reload().instants()}
     assert mdt.timeline.completed([ROLLBACK])[0].timestamp == rollback + "006"
@@ -128,7 +131,7 @@ def test_a_write_killed_inside_the_metadata_table_is_rolled_back_there(spark, tm
     mdt = MetadataTable(pyhudi.HudiTable(path).storage)
     assert mdt.timeline.reload().pending([DELTA_COMMIT])
     pyhudi.write(_rows(spark, [("c", "y", 3)]), path, OPTS)
-    mdt = _agrees(path)
+    mdt = _agrees(spark, path)
     assert not mdt.timeline.reload().pending()
     assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "c"]
 
@@ -136,7 +139,7 @@ def test_a_write_killed_inside_the_metadata_table_is_rolled_back_there(spark, tm
 def test_disabling_removes_the_metadata_table_and_enabling_builds_it_from_storage(spark, tmp_path):
     path = str(tmp_path / "t")
     pyhudi.write(_rows(spark, [("a", "x", 1), ("b", "y", 1)]), path, OPTS)
-    _agrees(path)
+    _agrees(spark, path)
     pyhudi.write(_rows(spark, [("c", "x", 2)]), path, {**OPTS, "hoodie.metadata.enable": "false"})
     table = pyhudi.HudiTable(path)
     assert not os.path.exists(os.path.join(path, ".hoodie", "metadata"))
@@ -144,7 +147,7 @@ def test_disabling_removes_the_metadata_table_and_enabling_builds_it_from_storag
     assert not table.has_metadata_table() and table.metadata_listing() is None
     pyhudi.write(_rows(spark, [("d", "y", 3)]), path, OPTS)
     table = pyhudi.HudiTable(path)
-    mdt = _agrees(path)
+    mdt = _agrees(spark, path)
     init = mdt.timeline.completed([DELTA_COMMIT])[0].timestamp
     second = table.timeline.completed_writes()[1].timestamp
     assert init == second + "010", "initialized at the latest completed instant + 010"
@@ -174,7 +177,7 @@ def test_a_stale_metadata_table_is_not_trusted_and_is_rebuilt(spark, tmp_path, c
     assert not table.has_metadata_table() and table.metadata_listing() is None
     assert [(r["id"], r["ts"]) for r in pyhudi_rows(spark, path)] == [("a", 2)]
     pyhudi.write(_rows(spark, [("c", "x", 3)]), path, opts)
-    _agrees(path)
+    _agrees(spark, path)
     assert pyhudi.HudiTable(path).metadata_listing() is not None
     assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 2), ("c", 3)]
 
@@ -190,7 +193,7 @@ def test_metadata_partitions_pyhudi_does_not_keep_are_removed(spark, tmp_path):
     pyhudi.write(_rows(spark, [("b", "x", 2)]), path, OPTS)
     assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
     assert not os.path.exists(os.path.join(path, ".hoodie", "metadata", "record_index"))
-    _agrees(path)
+    _agrees(spark, path)
 
 
 def test_planning_takes_the_file_list_from_the_metadata_table(spark, tmp_path):
@@ -198,6 +201,7 @@ def test_planning_takes_the_file_list_from_the_metadata_table(spark, tmp_path):
     committed file) is not planned while the MDT is usable; a storage listing would pick it up."""
     path = str(tmp_path / "t")
     pyhudi.write(_rows(spark, [("a", "x", 1)]), path, OPTS)
+    _agrees(spark, path)
     table = pyhudi.HudiTable(path)
     base = table.file_system_view().latest_base_files()[0]
     stray = base.name.replace(base.file_id, "00000000-0000-0000-0000-000000000000-0")
@@ -222,7 +226,7 @@ def test_a_write_killed_in_the_metadata_compaction_leaves_both_tables_usable(spa
     assert mdt.timeline.reload().pending(), "a compaction was left pending"
     assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a"]
     pyhudi.write(_rows(spark, [("c", "y", 3)]), path, opts)
-    mdt = _agrees(path)
+    mdt = _agrees(spark, path)
     assert not mdt.timeline.reload().pending() and mdt.timeline.completed([COMMIT])
     assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "c"]
     assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "c"]
@@ -246,7 +250,7 @@ def test_column_stats_and_bloom_filters_are_kept_in_step_with_the_footers(spark,
         rows = [(f"k{i}", f"p{i % 2}", 10 * n + i) for i in range(n % 3, 12, 2)]
         pyhudi.write(_rows(spark, rows), path, {**opts, "hoodie.datasource.write.operation":
                                                 "delete" if n == 3 else "upsert"})
-        mdt = _agrees(path)
+        mdt = _agrees(spark, path)
     table = pyhudi.HudiTable(path)
     assert table.properties["hoodie.table.metadata.partitions"] == "bloom_filters,column_stats,files"
     assert mdt.partitions()["column_stats"] == ["col-stats-0000-0", "col-stats-0001-0"]
@@ -261,7 +265,7 @@ def test_column_stats_and_bloom_filters_are_kept_in_step_with_the_footers(spark,
     assert checked
     assert mdt.timeline.completed([COMMIT]), "compacted"
     pyhudi.rollback(path)
-    _agrees(path)
+    _agrees(spark, path)
     pyhudi.write(_rows(spark, [("z", "p0", 99)]), path, OPTS)
     assert set(MetadataTable(pyhudi.HudiTable(path).storage).partitions()) == {"files"}
     assert pyhudi.HudiTable(path).properties["hoodie.table.metadata.partitions"] == "files"
@@ -272,7 +276,7 @@ def _validate_after_a_wrong_write(spark, path, monkeypatch, option, module, name
     makes wrong; what validate reports."""
     opts = {**OPTS, option: "true"}
     pyhudi.write(_rows(spark, [("a", "x", 1)]), path, opts)
-    _agrees(path)
+    _agrees(spark, path)
     monkeypatch.setattr(module, name, wrong(getattr(module, name)))
     pyhudi.write(_rows(spark, [("b", "y", 5)]), path, opts)
     monkeypatch.undo()
@@ -362,7 +366,7 @@ def test_the_bloom_index_takes_key_ranges_from_the_metadata_table(spark, tmp_pat
         assert res.stats["index"]["files_after_range_pruning"] == 1
     rows = {r["id"]: r["ts"] for r in pyhudi_rows(spark, path)}
     assert rows["k1-2"] == 9 and rows["new"] == 9 and len(rows) == 13
-    _agrees(path)
+    _agrees(spark, path)
 
 
 def test_a_log_file_written_again_under_its_name_is_read_afresh(tmp_path):
