@@ -76,8 +76,46 @@ def validate(table: HudiTable) -> Validation:
         result.only_in_storage += [posixpath.join(partition, n) for n in sorted(set(theirs) - set(mine))]
         result.size_differs += [(posixpath.join(partition, n), mine[n], theirs[n])
                                 for n in sorted(set(mine) & set(theirs)) if mine[n] != theirs[n]]
-    result.stats_differ = _check_column_stats(table, listing, storage) + _check_bloom_filters(table, listing, storage)
+    result.stats_differ = (_check_column_stats(table, listing, storage) + _check_bloom_filters(table, listing, storage)
+                           + _check_record_index(table))
     return result
+
+
+def _check_record_index(table: HudiTable) -> list[str]:
+    """Differences between the record_index partition and the live keys of the table's latest
+    file slices: a key missing, recorded in another file group or partition, or recorded though
+    no slice holds it (at most 20 of each are named). A key several partitions hold (a table
+    without a global index) may be recorded in any of them."""
+    from pyhudi.metadata import record_index as R
+    from pyhudi.metadata.keys import file_group_id, file_group_index
+
+    mdt = MetadataTable(table.storage)
+    if R.PARTITION not in mdt.partitions():
+        return []
+    recorded: dict[str, tuple[str, str]] = {}
+    out = []
+    groups = len(mdt.partitions()[R.PARTITION])
+    for piece in mdt.slices(R.PARTITION, table.timeline):
+        for text, where in R.merged_locations(table.storage, piece).items():
+            recorded[text] = where
+            if file_group_id(R.FILE_GROUP_PREFIX, file_group_index(text, groups)) != piece.file_id:
+                out.append(f"record index: key {text} is in file group {piece.file_id}, not the one it hashes to")
+    located = R.live_locations(table)
+    live: dict[str, set[tuple[str, str]]] = {}
+    for key, partition, file_id in zip(located.column(R.KEY).to_pylist(),
+                                       located.column(R.LOCATION_PARTITION).to_pylist(),
+                                       located.column(R.LOCATION_FILE).to_pylist()):
+        live.setdefault(key, set()).add((partition, file_id))
+    problems = {"missing": [k for k in live if k not in recorded],
+                "elsewhere": [k for k in live if k in recorded and recorded[k] not in live[k]],
+                "stale": [k for k in recorded if k not in live]}
+    described = {"missing": "keys the record index does not hold", "elsewhere": "keys it locates elsewhere",
+                 "stale": "keys it holds that no file slice has"}
+    for kind, found in problems.items():
+        if found:
+            out.append(f"record index: {len(found)} {described[kind]}, e.g. "
+                       + ", ".join(f"{k} ({recorded.get(k)} vs {sorted(live.get(k, ()))})" for k in sorted(found)[:20]))
+    return out
 
 
 def _check_bloom_filters(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:

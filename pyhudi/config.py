@@ -241,6 +241,26 @@ METADATA_BLOOM_FILTER_ENABLE = option(
 METADATA_BLOOM_FILTER_FILE_GROUPS = option(
     "hoodie.metadata.index.bloom.filter.file.group.count", 4,
     "File groups of the bloom_filters partition (records spread by the hash of their key).", parse_positive_int)
+METADATA_RECORD_INDEX_ENABLE = option(
+    "hoodie.metadata.record.index.enable", False,
+    "Keep the metadata table's record_index partition: the partition and file group of every record "
+    "key, updated by every write. A key maps to one place, so it suits tables whose keys are unique "
+    "across partitions (those of a global index), as in Hudi 0.14. hoodie.index.type=RECORD_INDEX keeps "
+    "it whatever this says. A write without either removes the partition.", parse_bool)
+METADATA_RECORD_INDEX_MIN_GROUPS = option(
+    "hoodie.metadata.record.index.min.filegroup.count", 10,
+    "Fewest file groups the record_index partition is created with.", parse_positive_int)
+METADATA_RECORD_INDEX_MAX_GROUPS = option(
+    "hoodie.metadata.record.index.max.filegroup.count", 10000,
+    "Most file groups the record_index partition is created with.", parse_positive_int)
+METADATA_RECORD_INDEX_MAX_GROUP_SIZE = option(
+    "hoodie.metadata.record.index.max.filegroup.size", 1024 * 1024 * 1024,
+    "Bytes a record_index file group is sized for (at 48 bytes per key) when the partition is created.",
+    parse_positive_int)
+METADATA_RECORD_INDEX_GROWTH = option(
+    "hoodie.metadata.record.index.growth.factor", 2.0,
+    "Growth of the table the record_index partition is sized for at creation (its file-group count is "
+    "fixed then): keys x this factor.", parse_float)
 METADATA_COMPACT_MAX_DELTA_COMMITS = option(
     "hoodie.metadata.compact.max.delta.commits", 10,
     "Compact the metadata table after this many delta commits.", parse_positive_int)
@@ -330,12 +350,18 @@ ALLOW_COLUMN_DROP = option(
 # ---------------------------------------------------------------------------------------------
 INDEX_TYPE = option(
     "hoodie.index.type", "SIMPLE",
-    "How upserts find existing records: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET.",
+    "How upserts find existing records: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX "
+    "(global: the metadata table's record_index partition maps every key to its file group).",
     choice("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "INMEMORY", "HBASE",
            "RECORD_INDEX", "FLINK_STATE"))
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = option(
     "hoodie.simple.index.update.partition.path", True,
     "GLOBAL_SIMPLE: a record whose partition changed moves (delete + insert); false updates it in place.",
+    parse_bool)
+
+RECORD_INDEX_UPDATE_PARTITION_PATH = option(
+    "hoodie.record.index.update.partition.path", False,
+    "RECORD_INDEX: a record whose partition changed moves (delete + insert); false updates it in place.",
     parse_bool)
 
 BLOOM_PRUNE_BY_RANGES = option(

@@ -61,11 +61,13 @@ def test_every_action_is_applied_and_the_table_stays_small(spark, tmp_path, tabl
     """Writes, deletes, cleans, compactions, a rollback, a savepoint and a restore: after each the
     metadata table lists exactly the files in storage; its timeline mirrors the data table's, is
     compacted every 3 delta commits, cleaned and archived; a restore rebuilds it from storage;
-    hudi-rs reads what pyhudi reads."""
+    hudi-rs reads what pyhudi reads. The record index (the write's index) is validated each time."""
     path = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.datasource.write.table.type": table_type, "hoodie.metadata.compact.max.delta.commits": "3",
             "hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
-            "hoodie.compact.inline.max.delta.commits": "2"}
+            "hoodie.compact.inline.max.delta.commits": "2", "hoodie.index.type": "RECORD_INDEX",
+            "hoodie.metadata.record.index.min.filegroup.count": "2",
+            "hoodie.metadata.record.index.max.filegroup.count": "2"}
     expected: dict[str, int] = {}
     for n in range(12):
         rows = [(f"k{i}", f"p{i % 3}", n) for i in range(n % 4, 30, 3)]

@@ -117,7 +117,7 @@ def check(spark, path: str, model: dict, global_index: bool, update_partition: b
 #: ":distributed" runs the index with pyhudi.write.partition.local=false: Hudi's chain of Spark
 #: stages, which pyhudi takes for SIMPLE, BLOOM and BUCKET only when a partition gets very many records
 INDEXES = ["SIMPLE", "SIMPLE:distributed", "GLOBAL_SIMPLE", "BLOOM", "BLOOM:distributed", "GLOBAL_BLOOM", "BUCKET",
-           "BUCKET:distributed"]
+           "BUCKET:distributed", "RECORD_INDEX"]
 
 
 def index_options(param: str) -> tuple[str, dict[str, str]]:
@@ -137,7 +137,7 @@ def index_options(param: str) -> tuple[str, dict[str, str]]:
 def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizing, update_partition):
     path = str(tmp_path_factory.mktemp("model") / "t")
     index, index_opts = index_options(index)
-    global_index = index.startswith("GLOBAL_")
+    global_index = index.startswith("GLOBAL_") or index == "RECORD_INDEX"
     options = {
         "hoodie.table.name": "model", "hoodie.datasource.write.recordkey.field": "key",
         "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
@@ -145,6 +145,10 @@ def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizi
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bucket.index.num.buckets": "3", "hoodie.metadata.index.column.stats.enable": "true",
         "hoodie.metadata.index.bloom.filter.enable": "true",
+        # the record index maps a key to one place: it is kept for tables whose keys are unique
+        "hoodie.metadata.record.index.enable": str(global_index).lower(),
+        "hoodie.record.index.update.partition.path": str(update_partition).lower(),
+        "hoodie.metadata.record.index.min.filegroup.count": "3", "hoodie.metadata.compact.max.delta.commits": "3",
         **SIZING[sizing],
     }
     model: dict = {}

@@ -47,13 +47,17 @@ def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, 
                                            block_format):
     path = str(tmp_path_factory.mktemp("mor") / "t")
     index, index_opts = index_options(index)
-    global_index = index.startswith("GLOBAL_")
+    global_index = index.startswith("GLOBAL_") or index == "RECORD_INDEX"
     options = {
         **BASE, **index_opts,
         "hoodie.simple.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bloom.index.update.partition.path": str(update_partition).lower(),
         "hoodie.bucket.index.num.buckets": "3", "hoodie.metadata.index.column.stats.enable": "true",
         "hoodie.metadata.index.bloom.filter.enable": "true",
+        # the record index maps a key to one place: it is kept for tables whose keys are unique
+        "hoodie.metadata.record.index.enable": str(global_index).lower(),
+        "hoodie.record.index.update.partition.path": str(update_partition).lower(),
+        "hoodie.metadata.record.index.min.filegroup.count": "3", "hoodie.metadata.compact.max.delta.commits": "3",
         "hoodie.logfile.data.block.format": block_format,
         **SIZING[sizing],
     }

@@ -332,6 +332,27 @@ class HFileReader:
                 elif key > row:
                     return
 
+    def get_many(self, rows: Iterable[bytes]) -> dict[bytes, bytes]:
+        """The value of each of ``rows`` the file holds (the first cell of the row), reading only
+        the data blocks the block index points the rows to: one decompression per block touched,
+        however many rows fall into it."""
+        by_block: dict[int, list[bytes]] = {}
+        index = self._rows
+        for row in rows:
+            block = bisect.bisect_right(index, row) - 1
+            if block >= 0:
+                by_block.setdefault(block, []).append(row)
+        out: dict[bytes, bytes] = {}
+        for block, wanted in by_block.items():
+            cells: dict[bytes, bytes] = {}
+            for key, value in self._cells(block):
+                cells.setdefault(key, value)
+            for row in wanted:
+                found = cells.get(row)
+                if found is not None:
+                    out[row] = found
+        return out
+
     def prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Every (row, value) whose row starts with ``prefix``, in key order."""
         for block in range(self._first_block(prefix), len(self._index)):

@@ -164,6 +164,61 @@ def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | Non
     return listing
 
 
+@dataclass(frozen=True)
+class MdtSlice:
+    """The latest slice of one MDT file group, as readers merge it: its base file (a path
+    relative to the data table, with what the listing said of it) and its log files, with the
+    instants whose log blocks count (completed MDT instants of completed data instants)."""
+
+    partition: str
+    file_id: str
+    base_instant: str
+    base: tuple[str, FileInfo] | None
+    logs: tuple[tuple[str, FileInfo], ...]
+    visible: frozenset[str]
+
+
+def latest_slices(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
+                  data_completed: set[str] | None = None, archived_before: str | None = None) -> list[MdtSlice]:
+    """The latest slice of every file group of an MDT partition (see :func:`read_partition`)."""
+    folder = f"{METADATA_FOLDER}/{partition}"
+    groups: dict[str, tuple[list[tuple[str, str, FileInfo]], list[tuple[str, FileInfo, str]]]] = {}
+    for info in storage.list_files(folder):
+        if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
+            groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info))
+        elif (log_name := parse_log_file(info.name)) is not None:
+            groups.setdefault(log_name.file_id, ([], []))[1].append((info.name, info, log_name.base_instant))
+    by_completion = any(done is not None for done in mdt_completed.values())
+    first_active = min(mdt_completed, default="")
+    out = []
+    for file_id in sorted(groups):
+        all_bases, logs = groups[file_id]
+        # a base file of an archived MDT instant (older than its active timeline) is committed
+        bases = [b for b in all_bases if b[0] in mdt_completed or b[0] < first_active]
+        if all_bases and not bases:
+            raise HudiCorruptFileError(f"file group {file_id} of the metadata table of {storage.base_uri} has no base "
+                                       "file of a completed instant (compacted and cleaned while being read?)")
+        base_instant, base = "", None
+        if bases:
+            base_instant, name, info = max(bases, key=lambda b: b[:2])
+            base = (posixpath.join(folder, name), info)
+
+        def visible(instant: str, base_instant: str = base_instant) -> bool:
+            completed_at = mdt_completed[instant]
+            if completed_at is not None and completed_at <= base_instant:
+                return False  # completed before the compaction that made the base file was planned
+            if data_completed is None or instant in data_completed or is_own_instant(instant):
+                return True
+            return archived_before is not None and instant < archived_before
+
+        own_logs = tuple(sorted((posixpath.join(folder, name), info) for name, info, slice_instant in logs
+                                # version 6: a log file of an older slice was compacted into the base file
+                                if by_completion or not base_instant or slice_instant == base_instant))
+        out.append(MdtSlice(partition, file_id, base_instant, base, own_logs,
+                            frozenset(i for i in mdt_completed if visible(i))))
+    return out
+
+
 def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
                    data_completed: set[str] | None = None, archived_before: str | None = None,
                    key_prefixes: tuple[str, ...] | None = None) -> list[tuple[str, dict]]:
@@ -181,45 +236,16 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
     names the base instant of its slice; from version 8 a log file belongs to the newest slice
     whose (compaction) instant is older than its delta commit's completion.
     """
-    folder = f"{METADATA_FOLDER}/{partition}"
-    groups: dict[str, tuple[list[tuple[str, str, FileInfo]], list[tuple[str, FileInfo, str]]]] = {}
-    for info in storage.list_files(folder):
-        if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
-            groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info))
-        elif (log_name := parse_log_file(info.name)) is not None:
-            groups.setdefault(log_name.file_id, ([], []))[1].append((info.name, info, log_name.base_instant))
-    by_completion = any(done is not None for done in mdt_completed.values())
-    first_active = min(mdt_completed, default="")
     out: list[tuple[str, dict]] = []
-    for file_id in sorted(groups):
-        all_bases, logs = groups[file_id]
-        # a base file of an archived MDT instant (older than its active timeline) is committed
-        bases = [b for b in all_bases if b[0] in mdt_completed or b[0] < first_active]
-        if all_bases and not bases:
-            raise HudiCorruptFileError(f"file group {file_id} of the metadata table of {storage.base_uri} has no base "
-                                       "file of a completed instant (compacted and cleaned while being read?)")
-        base_instant = ""
-        if bases:
-            base_instant, name, info = max(bases, key=lambda b: b[:2])
-            out.extend(_decoded(storage, posixpath.join(folder, name), info, key_prefixes)[0][2])
-
-        def visible(instant: str, base_instant: str = base_instant) -> bool:
-            if instant not in mdt_completed:
-                return False
-            completed_at = mdt_completed[instant]
-            if completed_at is not None and completed_at <= base_instant:
-                return False  # completed before the compaction that made the base file was planned
-            if data_completed is None or instant in data_completed or is_own_instant(instant):
-                return True
-            return archived_before is not None and instant < archived_before
-
+    for piece in latest_slices(storage, partition, mdt_completed=mdt_completed, data_completed=data_completed,
+                               archived_before=archived_before):
+        if piece.base is not None:
+            out.extend(_decoded(storage, *piece.base, key_prefixes)[0][2])
         blocks = []
-        for name, info, slice_instant in logs:
-            if not by_completion and base_instant and slice_instant != base_instant:
-                continue  # a log file of an older slice, compacted into the base file
-            for instant, position, records in _decoded(storage, posixpath.join(folder, name), info, key_prefixes):
-                if visible(instant):
-                    blocks.append((instant, name, position, records))
+        for rel, info in piece.logs:
+            for instant, position, records in _decoded(storage, rel, info, key_prefixes):
+                if instant in piece.visible:
+                    blocks.append((instant, rel, position, records))
         for *_order, records in sorted(blocks, key=lambda b: b[:3]):
             out.extend(records)
     return out

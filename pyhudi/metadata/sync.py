@@ -20,6 +20,8 @@ from pyhudi.metadata.table import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
     INIT_SUFFIX,
+    RECORD_INDEX_PARTITION,
+    Builder,
     MetadataTable,
     usable_partitions,
 )
@@ -30,7 +32,7 @@ from pyhudi.table.properties import load_table_config, store_table_config
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
-from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 
 log = logging.getLogger("pyhudi")
@@ -99,28 +101,49 @@ def action_records(action: str, content: bytes, *,
 
 
 def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,
-                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False) -> Instant:
+                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False,
+                     written: Mapping[str, list[WriteStat]] | None = None,
+                     record_index: Builder | None = None) -> Instant:
     """Apply a data-table action to the metadata table (if the table has one), then complete it.
 
     A restore, and a rollback finished from its plan after a crash (``rebuild``), may have undone
     more than their metadata records: the metadata table is rebuilt from storage instead, at the
-    instant's time + ``010``. A metadata table that missed an action (a writer that did not keep
-    it) is not updated, but declared unusable, so that readers list storage and the next write
-    rebuilds it."""
+    instant's time + ``010``. So is a rollback of a commit whose record index entries a metadata
+    compaction folded into a base file already (its undo cannot take them out again). A metadata
+    table that missed an action (a writer that did not keep it) is not updated, but declared
+    unusable, so that readers list storage and the next write rebuilds it.
+
+    ``written``: the record index log files executors wrote for this instant; ``record_index``:
+    how to build that partition when the metadata table is rebuilt (default: in this process)."""
     mdt = metadata_table_of(storage, timeline)
     if mdt is not None:
+        have = mdt.partitions()
+        if action == ROLLBACK and RECORD_INDEX_PARTITION in have and not rebuild:
+            compacted = mdt.latest_compaction() or ""
+            rebuild = any(t < compacted for t in action_records(action, content, source=instant)[1])
         if rebuild or action == RESTORE:
-            groups = {p: len(g) for p, g in mdt.partitions().items()}
-            mdt.initialize(timeline, load_table_config(storage).props,
-                           initial_records(storage, timeline, groups), instant=instant + INIT_SUFFIX)
+            groups = {p: len(g) for p, g in have.items()}
+            built = {}
+            if RECORD_INDEX_PARTITION in groups:
+                built[RECORD_INDEX_PARTITION] = record_index or _local_builder(
+                    storage, len(have[RECORD_INDEX_PARTITION]))
+            mdt.initialize(timeline, load_table_config(storage).props, initial_records(storage, timeline, groups),
+                           instant=instant + INIT_SUFFIX, built=built)
         elif lag := mdt.lag(timeline):
             log.warning("the metadata table of %s missed %s; readers list storage until the next write rebuilds it",
                         storage.base_uri, ", ".join(lag[:3]))
             _set_partitions(storage, None)
         else:
             records, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}")
-            mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits)
+            mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits, written=written)
     return timeline.complete(instant, action, content)
+
+
+def _local_builder(storage: Storage, groups: int) -> Builder:
+    """Rebuilds the record index in this process with the file-group count it had."""
+    from pyhudi.metadata import record_index as R
+
+    return R.build_locally(HudiTable(storage.base_uri), R.Sizing(min_count=groups, max_count=groups))
 
 
 def _set_partitions(storage: Storage, value: str | None) -> None:
@@ -144,7 +167,8 @@ def initial_records(storage: Storage, timeline: Timeline,
     from pyhudi.metadata import bloom_filters, column_stats
 
     bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
-    for partition, module in ((COLUMN_STATS_PARTITION, column_stats), (BLOOM_FILTERS_PARTITION, bloom_filters)):
+    for partition, module in ((COLUMN_STATS_PARTITION, column_stats),
+                              (BLOOM_FILTERS_PARTITION, bloom_filters)):  # the record index has a builder
         if partition in groups:
             out[partition] = (groups[partition], module.base_file_records(storage, bases))
     return out
@@ -163,15 +187,18 @@ def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str,
 
 
 def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0,
-                           bloom_filter_groups: int = 0) -> None:
+                           bloom_filter_groups: int = 0, record_index: Builder | None = None) -> None:
     """At the start of a write, under the table lock: build the metadata table from storage when it
     is enabled and missing, stale (a writer that did not keep it wrote since) or has other
     partitions than asked for (``column_stats_groups`` > 0: a ``column_stats`` partition of that
     many file groups), or remove it when disabled, as Hudi does, so that no reader trusts a file
     list that writes no longer maintain.
 
-    pyhudi keeps the ``files``, ``column_stats`` and ``bloom_filters`` partitions: other
-    partitions an Apache Hudi writer declared (the record index) would go stale under pyhudi's
+    ``record_index``: the builder of a ``record_index`` partition, when the write keeps one (its
+    file-group count, fixed at creation, is the builder's choice).
+
+    pyhudi keeps the ``files``, ``column_stats``, ``bloom_filters`` and ``record_index``
+    partitions: other partitions an Apache Hudi writer declared would go stale under pyhudi's
     writes, so they are deleted and no longer declared, as are index partitions not asked for."""
     mdt = MetadataTable(table.storage)
     declared = usable_partitions(table.config.props) | usable_partitions(
@@ -190,11 +217,14 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
         wanted[COLUMN_STATS_PARTITION] = column_stats_groups
     if bloom_filter_groups > 0:
         wanted[BLOOM_FILTERS_PARTITION] = bloom_filter_groups
+    if record_index is not None:
+        wanted[RECORD_INDEX_PARTITION] = 0  # any count: the builder chose it
     timeline = table.timeline
     if declared == set(wanted) and mdt.exists():
         have = {p: len(g) for p, g in mdt.partitions().items()}
         lag = mdt.lag(timeline)
-        if not lag and all(have.get(p) == n or p == FILES_PARTITION for p, n in wanted.items()):
+        if not lag and all(have.get(p) == n or (p in have and p in (FILES_PARTITION, RECORD_INDEX_PARTITION))
+                           for p, n in wanted.items()):
             table.reload()
             return
         if lag:
@@ -205,6 +235,7 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
                     other, table.path)
     if declared:
         _set_partitions(table.storage, None)
-    mdt.initialize(timeline, table.config.props, initial_records(table.storage, timeline, wanted))
+    mdt.initialize(timeline, table.config.props, initial_records(table.storage, timeline, wanted),
+                   built={RECORD_INDEX_PARTITION: record_index} if record_index is not None else None)
     _set_partitions(table.storage, ",".join(sorted(wanted)))
     table.reload()

@@ -32,10 +32,11 @@ bulk-writes them as the first base file, then records ``files`` in the data tabl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import posixpath
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, slice_key
@@ -46,8 +47,10 @@ from pyhudi.metadata.files import (
     INIT_INSTANT_PREFIX,
     METADATA_FOLDER,
     FileListing,
+    MdtSlice,
     encode_records,
     files_record,
+    latest_slices,
     partitions_record,
     read_files_partition,
     read_partition,
@@ -67,9 +70,15 @@ log = logging.getLogger("pyhudi")
 FILE_GROUP = "files-0000-0"
 COLUMN_STATS_PARTITION = "column_stats"
 BLOOM_FILTERS_PARTITION = "bloom_filters"
+RECORD_INDEX_PARTITION = "record_index"
 #: the partitions pyhudi writes, with the prefix of their file group ids
-PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-", BLOOM_FILTERS_PARTITION: "bloom-filters-"}
+PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-", BLOOM_FILTERS_PARTITION: "bloom-filters-",
+            RECORD_INDEX_PARTITION: "record-index-"}
 Records = list[tuple[str, dict]]
+Cells = list[tuple[bytes, bytes]]
+#: writes a partition's first base files at an instant, returning their stats (the record index,
+#: whose records come from every data file and are written where the data is: in executors)
+Builder = Callable[[str], list[WriteStat]]
 #: write token of MDT files: written by the driver, outside any Spark task
 WRITE_TOKEN = "0-0-0"
 COMPACTION_SUFFIX = "001"
@@ -161,10 +170,11 @@ class MetadataTable:
 
     # -- initialization and removal --------------------------------------------------------------
     def initialize(self, data_timeline: Timeline, data_props: Mapping[str, str],
-                   partitions: Mapping[str, tuple[int, Records]], *, instant: str | None = None) -> str:
+                   partitions: Mapping[str, tuple[int, Records]], *, instant: str | None = None,
+                   built: Mapping[str, Builder] | None = None) -> str:
         """Create the MDT with the given partitions (name -> (file groups, records)) as its first
         base files, at ``instant`` (default: the latest completed data instant + ``010``, as
-        Hudi does)."""
+        Hudi does); ``built``: partitions whose base files a builder writes."""
         self.storage.delete_dir("")
         self._timeline = None
         if instant is None:
@@ -193,11 +203,21 @@ class MetadataTable:
                 create_marker(self.storage, instant, log_rel, APPEND)
                 self.storage.create_new(log_rel, delete_block([], [], instant))
                 stats.setdefault(partition, []).append(self._write_base(instant, partition, group, bucket))
+        for partition, build in sorted((built or {}).items()):
+            write_partition_metadata(self.storage, partition, instant)
+            written = build(instant)
+            for stat in written:
+                log_rel = f"{partition}/{log_file_name(stat.fileId, instant, 1, WRITE_TOKEN)}"
+                create_marker(self.storage, instant, log_rel, APPEND)
+                self.storage.create_new(log_rel, delete_block([], [], instant))
+            stats[partition] = written
         meta = CommitMetadata(stats, operation_type="BULK_INSERT_PREPPED", extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
         log.info("initialized the metadata table of %s at %s: %s", self.data_storage.base_uri, instant,
-                 ", ".join(f"{p} ({len(r)} records)" for p, (_n, r) in sorted(partitions.items())))
+                 ", ".join([f"{p} ({len(r)} records)" for p, (_n, r) in sorted(partitions.items())]
+                           + [f"{p} ({sum(st.numWrites for st in stats.get(p, []))} records)"
+                              for p in sorted(built or {})]))
         return instant
 
     def delete(self) -> None:
@@ -206,11 +226,14 @@ class MetadataTable:
 
     # -- updates ---------------------------------------------------------------------------------
     def apply(self, instant: str, records: Mapping[str, Records], data_timeline: Timeline, *,
-              undo: Iterable[str] = (), max_delta_commits: int = 10) -> None:
+              undo: Iterable[str] = (), max_delta_commits: int = 10,
+              written: Mapping[str, list[WriteStat]] | None = None) -> None:
         """Apply one data-table action as the MDT delta commit ``instant`` (the caller holds the
         table lock and completes the data instant right after): ``records`` per MDT partition
         (those the MDT does not have are left out). ``undo``: data instants the action rolls
-        back, whose MDT delta commits go first."""
+        back, whose MDT delta commits go first. ``written``: log files of this delta commit that
+        executors wrote already (the record index), moved into the current slice of their file
+        group if a compaction started a new one since."""
         tl = self.timeline.reload()
         rollback_times = self._rollback_times(instant)
         self._finish_interrupted(tl, keep=instant, rollback_times=rollback_times)
@@ -233,11 +256,18 @@ class MetadataTable:
             for group, bucket in _buckets(part_records, existing[partition]).items():
                 if bucket or partition == FILES_PARTITION:
                     stats.setdefault(partition, []).append(self._write_log(instant, partition, group, base, bucket))
+        for partition, partition_stats in sorted((written or {}).items()):
+            if partition in existing:
+                stats.setdefault(partition, []).extend(self._adopt(instant, stat, base) for stat in partition_stats)
         meta = CommitMetadata(stats, operation_type="UPSERT_PREPPED", extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
 
     def _write_log(self, instant: str, partition: str, group: str, base: str, records: Records) -> WriteStat:
+        return self.write_log_cells(instant, partition, group, base, encode_records(records, RECORD_SCHEMA))
+
+    def _next_log(self, partition: str, group: str, base: str) -> tuple[str, int]:
+        """(relative path, version) of the next log file of a file group's slice ``base``."""
         versions = [lf.version for info in self.storage.list_files(partition)
                     if (lf := parse_log_file(info.name)) is not None and lf.base_instant == base
                     and lf.file_id == group]
@@ -245,14 +275,49 @@ class MetadataTable:
         # the attempt's own token: a delta commit written again after a rollback never takes the
         # name (and so the cached decoding) of the one rolled back
         token = f"0-0-{time.time_ns() % 1_000_000_000}"
-        rel = f"{partition}/{log_file_name(group, base, version, token)}"
+        return f"{partition}/{log_file_name(group, base, version, token)}", version
+
+    def write_log_cells(self, instant: str, partition: str, group: str, base: str, cells: Cells,
+                        deleted_keys: list[str] | None = None) -> WriteStat:
+        """A new log file of a file group's slice ``base`` with one HFile data block of ``cells``
+        (sorted (key, Avro value) pairs) and, for ``deleted_keys``, a delete block."""
+        rel, version = self._next_log(partition, group, base)
         create_marker(self.storage, instant, rel, APPEND)
-        data = hfile_data_block(encode_records(records, RECORD_SCHEMA), RECORD_SCHEMA, instant)
+        blocks = [hfile_data_block(cells, RECORD_SCHEMA, instant)] if cells or not deleted_keys else []
+        if deleted_keys:
+            blocks.append(delete_block(deleted_keys, [partition] * len(deleted_keys), instant))
+        data = b"".join(blocks)
         self.storage.create_new(rel, data)
-        return WriteStat(group, rel, partition, prevCommit=base, numWrites=len(records),
-                         numUpdateWrites=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data),
-                         totalLogRecords=len(records), totalLogBlocks=1, logVersion=version, logOffset=0,
-                         baseFile=hfile_name(base, group), logFiles=[posixpath.basename(rel)])
+        n = len(cells) + len(deleted_keys or [])
+        return WriteStat(group, rel, partition, prevCommit=base, numWrites=len(cells),
+                         numUpdateWrites=len(cells), numDeletes=len(deleted_keys or []), totalWriteBytes=len(data),
+                         fileSizeInBytes=len(data), totalLogRecords=n, totalLogBlocks=len(blocks),
+                         logVersion=version, logOffset=0, baseFile=hfile_name(base, group),
+                         logFiles=[posixpath.basename(rel)])
+
+    def current_base(self, partition: str, group: str) -> str:
+        """The base instant of a file group's latest completed slice (new log files name it)."""
+        done = self.completed()
+        first = min(done, default="")
+        bases = [parsed.instant_time for info in self.storage.list_files(partition)
+                 if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None
+                 and parsed.file_id == group and (parsed.instant_time in done or parsed.instant_time < first)]
+        return max(bases, default="")
+
+    def _adopt(self, instant: str, stat: WriteStat, base: str) -> WriteStat:
+        """A log file an executor wrote for this delta commit, in its group's current slice: a
+        compaction since then (another writer's delta commit, or this one's) started a new slice,
+        and readers ignore log files of older slices, so it moves (its blocks stay valid)."""
+        group = stat.fileId
+        current = self.current_base(stat.partitionPath, group) or base
+        if stat.prevCommit == current:
+            return stat
+        rel, version = self._next_log(stat.partitionPath, group, current)
+        create_marker(self.storage, instant, rel, APPEND)
+        self.storage.create_new(rel, self.storage.read_bytes(stat.path))
+        self.storage.delete(stat.path)
+        return dataclasses.replace(stat, path=rel, prevCommit=current, logVersion=version,
+                                   baseFile=hfile_name(current, group), logFiles=[posixpath.basename(rel)])
 
     def _rollback_times(self, instant: str) -> Iterator[str]:
         """Times of the MDT rollbacks an update at ``instant`` makes: ``instant`` + ``006`` (Hudi's
@@ -304,6 +369,8 @@ class MetadataTable:
 
         ops, plans = [], []
         for partition, groups in sorted(self.partitions().items()):
+            if partition == RECORD_INDEX_PARTITION:
+                continue
             names = [info.name for info in self.storage.list_files(partition)]
             for group, bucket in _buckets(merged.get(partition, []), groups).items():
                 logs = sorted(n for n in names if (lf := parse_log_file(n)) is not None and lf.file_id == group
@@ -311,11 +378,23 @@ class MetadataTable:
                 base_name = hfile_name(base, group) if hfile_name(base, group) in names else None
                 ops.append(CompactionOperation(partition, group, base, base_name, tuple(logs)))
                 plans.append((partition, group, bucket))
+        cell_plans = []
+        for piece in self.slices(RECORD_INDEX_PARTITION, data_timeline) if RECORD_INDEX_PARTITION in self.partitions() \
+                else []:
+            names = [posixpath.basename(rel) for rel, _info in piece.logs]
+            base_name = posixpath.basename(piece.base[0]) if piece.base else None
+            ops.append(CompactionOperation(RECORD_INDEX_PARTITION, piece.file_id, base, base_name, tuple(names)))
+            cell_plans.append(piece)
         tl.create_requested(instant, COMPACTION, CompactionPlan(tuple(ops)).to_bytes())
         tl.transition_inflight(instant, COMPACTION)
         stats: dict[str, list[WriteStat]] = {}
         for partition, group, bucket in plans:
             stats.setdefault(partition, []).append(self._write_base(instant, partition, group, bucket))
+        from pyhudi.metadata import record_index
+
+        for piece in cell_plans:
+            stats.setdefault(RECORD_INDEX_PARTITION, []).append(self.write_base_cells(
+                instant, RECORD_INDEX_PARTITION, piece.file_id, record_index.merged_cells(self.data_storage, piece)))
         meta = CommitMetadata(stats, operation_type="COMPACT", compacted=True, extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant)
@@ -329,6 +408,8 @@ class MetadataTable:
 
         out: dict[str, Records] = {}
         for partition in self.partitions():
+            if partition == RECORD_INDEX_PARTITION:
+                continue  # compacted cell by cell (record_index.merged_cells): millions of keys
             if partition == FILES_PARTITION:
                 listing = self.listing(data_timeline)
                 names = listing.partitions | {p or "." for p, files in listing.files.items() if files}
@@ -351,10 +432,19 @@ class MetadataTable:
                               data_completed={i.timestamp for i in data_timeline.completed()},
                               archived_before=data_timeline.archived_before(), key_prefixes=key_prefixes)
 
+    def slices(self, partition: str, data_timeline: Timeline) -> list[MdtSlice]:
+        """The latest slice of each file group of a partition, as readers see them."""
+        return latest_slices(self.data_storage, partition, mdt_completed=self.completed(),
+                             data_completed={i.timestamp for i in data_timeline.completed()},
+                             archived_before=data_timeline.archived_before())
+
     def _write_base(self, instant: str, partition: str, group: str, records: Records) -> WriteStat:
+        return self.write_base_cells(instant, partition, group, encode_records(records, RECORD_SCHEMA))
+
+    def write_base_cells(self, instant: str, partition: str, group: str, cells: Cells) -> WriteStat:
+        """A file group's base HFile at ``instant`` holding ``cells`` (sorted)."""
         from pyhudi.io.bloom import BloomFilter
 
-        cells = encode_records(records, RECORD_SCHEMA)
         bloom = BloomFilter()
         bloom.add_keys([row.decode() for row, _value in cells])
         rel = f"{partition}/{hfile_name(instant, group)}"
@@ -364,8 +454,8 @@ class MetadataTable:
         data = write_hfile(cells, block_size=1024 * 1024, codec="GZ", file_info=info,
                            meta_blocks={"bloomFilter": bloom.serialize().encode()})
         self.storage.write_bytes(rel, data)
-        return WriteStat(group, rel, partition, prevCommit="null", numWrites=len(records),
-                         numInserts=len(records), totalWriteBytes=len(data), fileSizeInBytes=len(data))
+        return WriteStat(group, rel, partition, prevCommit="null", numWrites=len(cells),
+                         numInserts=len(cells), totalWriteBytes=len(data), fileSizeInBytes=len(data))
 
     def _clean(self, instant: str) -> None:
         """Delete slices older than the previous one: readers that listed the MDT before this

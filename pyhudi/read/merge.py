@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.config import DEFAULT_PAYLOAD
 from pyhudi.errors import HudiUnsupportedError
-from pyhudi.io.avro_schema import IS_DELETED_FIELD, RECORD_KEY
+from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.io.keys import first_of_runs
 from pyhudi.io.log_format import (
@@ -84,6 +84,16 @@ class MergeSpec:
     def of(cls, ordering_field: str | None, payload_class: str | None) -> MergeSpec:
         """The merge semantics of a payload class (Hudi's record payload names)."""
         return cls(ordering_field, keep_larger_ordering=payload_class == DEFAULT_PAYLOAD)
+
+
+def key_columns(schema: pa.Schema, spec: MergeSpec | None) -> pa.Schema:
+    """The columns of ``schema`` a merged read needs to know which keys are alive: record key,
+    partition path, the ordering field and the delete flag (when the table has them)."""
+    wanted = [RECORD_KEY, PARTITION_PATH]
+    for extra in ((spec.ordering_field if spec else None), IS_DELETED_FIELD):
+        if extra and extra in schema.names and extra not in wanted:
+            wanted.append(extra)
+    return pa.schema([schema.field(n) for n in wanted if n in schema.names])
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
-from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
+from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
-from pyhudi.read.merge import MergeSpec
+from pyhudi.read.merge import MergeSpec, key_columns
 from pyhudi.spark.merged import merged_keys
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
@@ -111,16 +111,10 @@ def with_hash_bucket(keyed: DataFrame, cfg: HudiConfig, spec: KeyGenSpec) -> Dat
 
 
 def key_read_schema(table: HudiTable, spec: MergeSpec | None) -> pa.Schema | None:
-    """Columns a merged read of a slice needs to know which keys are alive (key, partition,
-    ordering field, delete flag); None for a table without a schema yet."""
+    """Columns a merged read of a slice needs to know which keys are alive (see
+    :func:`pyhudi.read.merge.key_columns`); None for a table without a schema yet."""
     schema = table.arrow_schema()
-    if schema is None:
-        return None
-    wanted = [RECORD_KEY, PARTITION_PATH]
-    for extra in ((spec.ordering_field if spec else None), IS_DELETED_FIELD):
-        if extra and extra in schema.names and extra not in wanted:
-            wanted.append(extra)
-    return pa.schema([schema.field(n) for n in wanted])
+    return None if schema is None else key_columns(schema, spec)
 
 
 def _split(table: HudiTable, partitions: list[str] | None) -> tuple[FileSystemView, list[BaseFile], list[FileSlice]]:

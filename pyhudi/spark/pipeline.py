@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from pyhudi.io.avro_schema import (
 )
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.metadata.table import RECORD_INDEX_PARTITION
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import pending_file_groups
 from pyhudi.spark.index import (
@@ -50,6 +52,8 @@ from pyhudi.spark.index import (
     with_hash_bucket,
 )
 from pyhudi.spark.keygen import with_keys
+from pyhudi.spark.record_index import keeps_record_index, write_changes
+from pyhudi.spark.record_index import lookup as record_index_lookup
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import MERGE_ON_READ
@@ -85,6 +89,8 @@ from pyhudi.write.plan import (
     plan_bucket_index,
     to_append_buckets,
 )
+
+log = logging.getLogger("pyhudi")
 
 #: Input tasks per core of the jobs that read an incoming DataFrame made from local data
 TASKS_PER_CORE = 2
@@ -148,7 +154,8 @@ class Pipeline:
     # -- helpers -------------------------------------------------------------------------------
     @property
     def is_global(self) -> bool:
-        return self.cfg.get(C.INDEX_TYPE).startswith("GLOBAL_")
+        index_type = self.cfg.get(C.INDEX_TYPE)
+        return index_type.startswith("GLOBAL_") or index_type == "RECORD_INDEX"
 
     @property
     def is_mor(self) -> bool:
@@ -231,7 +238,7 @@ class Pipeline:
 
     # -- running -------------------------------------------------------------------------------
     def run(self, data: DataFrame, *, operation: str, overwrite: bool, schema_json: str,
-            commit: Callable[[CommitMetadata], None]) -> tuple[CommitMetadata, dict[str, Any]]:
+            commit: Callable[..., None]) -> tuple[CommitMetadata, dict[str, Any]]:
         """Write the files of the requested instant, then hand its metadata to ``commit``."""
         table = self.table
         try:
@@ -251,7 +258,13 @@ class Pipeline:
             if self.index_stats is not None:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()
-            commit(meta)
+            index_files = None
+            if keeps_record_index(self.cfg):
+                index_files = {RECORD_INDEX_PARTITION: write_changes(
+                    data.sparkSession, table, self.instant, rows, replaced, self.merge_spec(),
+                    storage_schema(self.target_schema))}
+                started = self._phase("record_index", started)
+            commit(meta, written=index_files)
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)
             self._phase("commit", started)
@@ -482,6 +495,13 @@ class Pipeline:
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""
         index_type = self.cfg.get(C.INDEX_TYPE)
+        if index_type == "RECORD_INDEX":
+            found = record_index_lookup(self._spark, self.table, keyed)
+            if found is not None:
+                return found
+            log.warning("%s has no record index to look keys up in (hoodie.metadata.enable=false?); using "
+                        "GLOBAL_SIMPLE", self.table.path)
+            index_type = "GLOBAL_SIMPLE"
         if index_type in ("BLOOM", "GLOBAL_BLOOM"):
             found = bloom_lookup(self._spark, self.table, keyed, partitions, self.cfg, global_index=self.is_global,
                                  spec=self.merge_spec())
@@ -501,8 +521,8 @@ class Pipeline:
         same = F.col(EXISTING_PP).isNull() | (F.col(EXISTING_PP) == F.col(PARTITION_PATH))
         stay = joined.where(same)
         moved = joined.where(~same)
-        move = C.BLOOM_UPDATE_PARTITION_PATH if self.cfg.get(C.INDEX_TYPE) == "GLOBAL_BLOOM" \
-            else C.SIMPLE_INDEX_UPDATE_PARTITION_PATH
+        moves = {"GLOBAL_BLOOM": C.BLOOM_UPDATE_PARTITION_PATH, "RECORD_INDEX": C.RECORD_INDEX_UPDATE_PARTITION_PATH}
+        move = moves.get(self.cfg.get(C.INDEX_TYPE), C.SIMPLE_INDEX_UPDATE_PARTITION_PATH)
         if self.cfg.get(move):
             delete_old = moved.withColumn(PARTITION_PATH, F.col(EXISTING_PP)).withColumn(IS_DELETE, F.lit(True))
             insert_new = moved.withColumn(FILE_ID, F.lit(None).cast("string"))

@@ -37,9 +37,12 @@ from pyhudi.errors import (
 )
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
 from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
+from pyhudi.read.merge import MergeSpec
 from pyhudi.spark.errors import translate
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.pipeline import Pipeline
+from pyhudi.spark.record_index import builder as record_index_builder
+from pyhudi.spark.record_index import keeps_record_index
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
@@ -185,9 +188,12 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
                                    "bulk_insert or delete (mode='overwrite' replaces the whole table)")
     if overwrite and operation == "delete":
         raise HudiConfigError("mode='overwrite' cannot be combined with the delete operation")
-    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET"):
+    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX"):
         raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
-                                   "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM or BUCKET")
+                                   "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX")
+    if cfg.get(C.INDEX_TYPE) == "RECORD_INDEX" and not cfg.get(C.METADATA_ENABLE):
+        log.warning("hoodie.index.type=RECORD_INDEX needs the metadata table (hoodie.metadata.enable=true); "
+                    "looking records up with GLOBAL_SIMPLE instead")
     if cfg.get(C.METADATA_COLUMN_STATS_COLUMNS):
         raise HudiUnsupportedError("hoodie.metadata.index.column.stats.column.list is not supported: pyhudi indexes "
                                    "every top-level column (Hudi's default); leave it unset")
@@ -232,7 +238,11 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
 
     action = REPLACE_COMMIT if overwrite else commit_action_for(table.table_type)
     txn = WriteTransaction(table, cfg)
-    instant = txn.begin(action, _requested_replace() if overwrite else b"")
+    record_index = None
+    if keeps_record_index(cfg):
+        record_index = record_index_builder(df.sparkSession, table, cfg,
+                                            MergeSpec.of(ordering, cfg.get(C.PAYLOAD_CLASS)))
+    instant = txn.begin(action, _requested_replace() if overwrite else b"", record_index=record_index)
     rolled_back = txn.rolled_back
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
 from pyhudi.metadata.sync import complete_instant, prepare_metadata_table
+from pyhudi.metadata.table import Builder
 from pyhudi.services.rollback import (
     finish_pending_rollbacks,
     pending_rollback_targets,
@@ -36,7 +38,7 @@ from pyhudi.services.rollback import (
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import WRITE_ACTIONS, Instant, State, new_instant_time
-from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, live_instants
@@ -105,8 +107,9 @@ class WriteTransaction:
     def timeline(self) -> Timeline:
         return self.table.timeline
 
-    def begin(self, action: str, requested: bytes = b"") -> str:
-        """Request a new instant of ``action``; returns its time."""
+    def begin(self, action: str, requested: bytes = b"", *, record_index: Builder | None = None) -> str:
+        """Request a new instant of ``action``; returns its time. ``record_index``: how to create
+        the metadata table's record index when the write keeps one."""
         storage, conc = self.table.storage, self.concurrency
         with self.lock.held():
             timeline = self.table.reload().timeline
@@ -129,7 +132,7 @@ class WriteTransaction:
                 column_stats_groups=cfg.get(C.METADATA_COLUMN_STATS_FILE_GROUPS)
                 if cfg.get(C.METADATA_COLUMN_STATS_ENABLE) else 0,
                 bloom_filter_groups=cfg.get(C.METADATA_BLOOM_FILTER_FILE_GROUPS)
-                if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0)
+                if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0, record_index=record_index)
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
@@ -153,8 +156,9 @@ class WriteTransaction:
             return "another writer is rolling it back (its heartbeat had expired)"
         return None
 
-    def commit(self, meta: CommitMetadata) -> None:
-        """Complete the instant with ``meta``: the single step that makes the write visible."""
+    def commit(self, meta: CommitMetadata, *, written: Mapping[str, list[WriteStat]] | None = None) -> None:
+        """Complete the instant with ``meta``: the single step that makes the write visible.
+        ``written``: metadata-table files executors wrote for it (the record index's log files)."""
         assert self.instant is not None and self.action is not None and self.start is not None
         conc = self.concurrency
         with self.lock.held():
@@ -182,7 +186,7 @@ class WriteTransaction:
                         "is as the other writer left it; run the write again")
                 meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
             complete_instant(self.table.storage, timeline, self.instant, self.action, meta.to_json().encode("utf-8"),
-                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS))
+                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), written=written)
             self.finished = True
         self._stop_heartbeat()
 

@@ -1,0 +1,263 @@
+"""The metadata table's record index on Spark: key lookups and updates, one task per file group.
+
+* **Lookup** (``hoodie.index.type=RECORD_INDEX``): the incoming keys are shuffled to their
+  record index file group (Java ``String.hashCode`` of the key, computed in executors), and each
+  task looks its keys up in its file group's latest slice through the HFile block indexes: only
+  the data blocks that can hold the keys are read, so the cost follows the batch, not the table.
+* **Update** (every write while the partition exists): each data file group the write changed is
+  read back (its key column, before and after) in an executor, which emits the keys the write
+  located there and the keys it removed; the changes are shuffled by record index file group and
+  each task writes one log file (an HFile data block and a delete block) for the delta commit the
+  driver completes with the data instant.
+* **Creation**: every live key of the table, located, written as one base file per file group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.io.file_names import parse_log_file
+from pyhudi.metadata import record_index as R
+from pyhudi.metadata.files import MdtSlice
+from pyhudi.metadata.keys import file_group_id
+from pyhudi.metadata.table import Builder, MetadataTable, usable_partitions
+from pyhudi.read.merge import MergeSpec, SliceToRead, key_columns
+from pyhudi.spark.index import EXISTING_PP, EXISTING_RK, IndexStats, Lookup
+from pyhudi.spark.merged import spread
+from pyhudi.spark.worker import map_in_arrow
+from pyhudi.storage import Storage
+from pyhudi.table.fs_view import FileSystemView
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.metadata import WriteStat
+from pyhudi.write.columns import BUCKET, FILE_ID
+
+log = logging.getLogger("pyhudi")
+
+LOCATIONS_DDL = "key string, partition string, file_id string, is_delete boolean, rank tinyint, group int"
+LOOKUP_DDL = f"{EXISTING_RK} string, {EXISTING_PP} string, {FILE_ID} string"
+WRITTEN_DDL = "stat string"
+T = TypeVar("T")
+
+
+def keeps_record_index(cfg: HudiConfig) -> bool:
+    """Whether a write keeps the ``record_index`` partition (Hudi keeps it for RECORD_INDEX)."""
+    return bool(cfg.get(C.METADATA_ENABLE)) and (
+        bool(cfg.get(C.METADATA_RECORD_INDEX_ENABLE)) or cfg.get(C.INDEX_TYPE) == "RECORD_INDEX")
+
+
+def sizing(cfg: HudiConfig) -> R.Sizing:
+    return R.Sizing(cfg.get(C.METADATA_RECORD_INDEX_MIN_GROUPS), cfg.get(C.METADATA_RECORD_INDEX_MAX_GROUPS),
+                    cfg.get(C.METADATA_RECORD_INDEX_MAX_GROUP_SIZE), cfg.get(C.METADATA_RECORD_INDEX_GROWTH))
+
+
+def index_slices(table: HudiTable) -> list[MdtSlice] | None:
+    """The record index file groups' latest slices, or None when the table has no usable one."""
+    if R.PARTITION not in usable_partitions(table.config.props):
+        return None
+    mdt = MetadataTable(table.storage)
+    if not mdt.exists():
+        return None
+    return mdt.slices(R.PARTITION, table.timeline) or None
+
+
+def _route(df: DataFrame, groups: int) -> DataFrame:
+    from pyhudi.spark.pipeline import route
+
+    return route(df, F.col(R.GROUP), groups).drop(BUCKET)
+
+
+def _with_group(df: DataFrame, groups: int) -> DataFrame:
+    """``df`` (a ``key`` column) plus each key's record index file group, computed in executors."""
+    key_col = df.columns[0]
+
+    def add(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            groups_ = R.file_group_indexes(table.column(key_col), groups)
+            yield from table.append_column(R.GROUP, pa.array(groups_, pa.int32())).to_batches()
+
+    ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in df.schema.fields) + f", {R.GROUP} int"
+    return map_in_arrow(df, add, ddl)
+
+
+def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa.Schema,
+              emit: Callable[[Storage, T, pa.Schema], pa.Table], ddl: str) -> DataFrame:
+    """The rows ``emit`` makes of each item (a data file slice or file group), in executors."""
+    key_schema_ipc = key_schema.serialize().to_pybytes()
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri)
+        schema = pa.ipc.read_schema(pa.py_buffer(key_schema_ipc))
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                found = emit(storage, items[i], schema)
+                if found.num_rows:
+                    yield from found.to_batches()
+
+    return map_in_arrow(spread(spark, len(items)), body, ddl)
+
+
+def _per_group(located: DataFrame, count: int, base_uri: str,
+               write: Callable[[MetadataTable, int, pa.Table], WriteStat]) -> list[WriteStat]:
+    """Rows shuffled one record index file group per task, each group's rows (without the group
+    column) handed to ``write``, which writes its file; the files' stats."""
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
+            return
+        rows = pa.Table.from_batches(parts)
+        group = rows.column(R.GROUP)[0].as_py()
+        stat = write(MetadataTable(Storage(base_uri)), group, rows.drop_columns([R.GROUP]))
+        yield pa.RecordBatch.from_arrays([pa.array([json.dumps(dataclasses.asdict(stat))])], names=["stat"])
+
+    rows = map_in_arrow(_route(located, count), body, WRITTEN_DDL).collect()
+    return [WriteStat(**json.loads(r["stat"])) for r in rows]
+
+
+# -- lookup ------------------------------------------------------------------------------------------
+def lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame) -> Lookup | None:
+    """The stored location of every incoming key the record index holds; None when the table has
+    no usable record index (the caller falls back to GLOBAL_SIMPLE, as Hudi does)."""
+    slices = index_slices(table)
+    if slices is None:
+        return None
+    base_uri = table.storage.base_uri
+    by_group = {int(s.file_id.split("-")[-2]): s for s in slices}
+    count = len(slices)
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys: list[str] = []
+        group = None
+        for batch in batches:
+            if batch.num_rows:
+                keys += batch.column(0).to_pylist()
+                group = batch.column(1)[0].as_py()
+        if group is None:
+            return
+        found = R.lookup(Storage(base_uri), by_group[group], keys)
+        located = [(k, *where) for k, where in found.items()]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([x[0] for x in located], pa.string()), pa.array([x[1] for x in located], pa.string()),
+             pa.array([x[2] for x in located], pa.string())], names=[EXISTING_RK, EXISTING_PP, FILE_ID])
+
+    keys = _with_group(keyed.select(F.col(RECORD_KEY)), count)
+    existing = map_in_arrow(_route(keys, count), body, LOOKUP_DDL)
+    return Lookup(existing, IndexStats("RECORD_INDEX", files_in_partitions=count))
+
+
+# -- updates -----------------------------------------------------------------------------------------
+def key_changes(table: HudiTable, view: FileSystemView, instant: str, rows: list[dict],
+                replaced: dict[str, list[str]] | None) -> list[R.KeyChange]:
+    """The data file groups a write changed (its stats rows), with their slices before it."""
+    written: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    for r in rows:
+        if not r.get("path"):
+            continue
+        bases, logs = written.setdefault((r["partition_path"], r["file_id"]), ([], []))
+        (logs if parse_log_file(r["path"].rsplit("/", 1)[-1]) is not None else bases).append(r["path"])
+    before = {(s.partition_path, s.file_id): s for s in view.latest_slices()}
+
+    def old(key: tuple[str, str]) -> SliceToRead | None:
+        s = before.get(key)
+        if s is None:
+            return None
+        return SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
+                           tuple(lf.path for lf in s.log_files))
+
+    out = [R.KeyChange(p, f, instant, old((p, f)) if bases else None, max(bases) if bases else None,
+                       tuple(sorted(set(logs))))
+           for (p, f), (bases, logs) in sorted(written.items())]
+    for partition, ids in sorted((replaced or {}).items()):
+        out += [R.KeyChange(partition, f, instant, old((partition, f)), None, ())
+                for f in ids if (partition, f) not in written and (partition, f) in before]
+    return out
+
+
+def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: list[dict],
+                  replaced: dict[str, list[str]] | None, spec: MergeSpec, schema: pa.Schema) -> list[WriteStat]:
+    """Write the record index log files of a write (its stats ``rows``; ``replaced`` file groups
+    of an overwrite; ``schema`` of the files it wrote) before the instant completes; their stats
+    go into the MDT delta commit."""
+    slices = index_slices(table)
+    if slices is None:
+        return []
+    partitions = sorted({r["partition_path"] for r in rows} | set(replaced or {}))
+    view = table.file_system_view(partitions=partitions)
+    changes = key_changes(table, view, instant, rows, replaced)
+    if not changes:
+        return []
+    committed = view.visibility()
+    base_uri = table.storage.base_uri
+    count = len(slices)
+    bases = {int(s.file_id.split("-")[-2]): s.base_instant for s in slices}
+    utc = table.config.utc_timeline
+
+    def locate(storage: Storage, change: R.KeyChange, key_schema: pa.Schema) -> pa.Table:
+        return R.with_groups(R.changed_locations(storage, change, key_schema, spec, committed), count)
+
+    def write(mdt: MetadataTable, group: int, changed: pa.Table) -> WriteStat:
+        located, deleted = R.resolve(changed)
+        cells = R.cells(located, R.instant_millis(instant, utc=utc))
+        return mdt.write_log_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group), bases[group],
+                                   cells, deleted)
+
+    located = _per_item(spark, base_uri, changes, key_columns(schema, spec), locate, LOCATIONS_DDL)
+    return _per_group(located, count, base_uri, write)
+
+
+# -- creation ----------------------------------------------------------------------------------------
+def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeSpec) -> Builder:
+    """Creates the partition from every live key of the table, read and written in executors."""
+    rule = sizing(cfg)
+
+    def build(instant: str) -> list[WriteStat]:
+        view = FileSystemView(table.storage, table.timeline.reload())  # the MDT is being rebuilt: list storage
+        schema = table.arrow_schema()
+        pieces = [SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
+                              tuple(lf.path for lf in s.log_files)) for s in view.latest_slices()]
+        mdt = MetadataTable(table.storage)
+        instant_ms = R.instant_millis(instant[:17], utc=table.config.utc_timeline)
+        if schema is None or not pieces:
+            count = rule.groups(0)
+            return R.write_groups(mdt, instant, R.with_groups(R.empty_locations(), count), count,
+                                  instant_ms=instant_ms)
+        committed = view.visibility()
+        base_uri = table.storage.base_uri
+
+        def locate(storage: Storage, piece: SliceToRead, key_schema: pa.Schema) -> pa.Table:
+            found = R.slice_locations(storage, piece, key_schema, spec, committed)
+            return found.select([R.KEY, R.LOCATION_PARTITION, R.LOCATION_FILE])
+
+        located = _per_item(spark, base_uri, pieces, key_columns(schema, spec), locate,
+                            "key string, partition string, file_id string").persist()
+        try:
+            count = rule.groups(located.count())
+
+            def write(mdt: MetadataTable, group: int, rows: pa.Table) -> WriteStat:
+                return mdt.write_base_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group),
+                                            R.cells(rows, instant_ms))
+
+            written = _per_group(_with_group(located, count), count, base_uri, write)
+        finally:
+            located.unpersist()
+        stats = {s.fileId: s for s in written}
+        for g in range(count):  # every file group gets a base file, empty or not
+            group_id = file_group_id(R.FILE_GROUP_PREFIX, g)
+            if group_id not in stats:
+                stats[group_id] = mdt.write_base_cells(instant, R.PARTITION, group_id, [])
+        log.info("record index of %s: %d keys in %d file groups", table.path,
+                 sum(s.numWrites for s in stats.values()), count)
+        return [stats[k] for k in sorted(stats)]
+
+    return build
