@@ -642,6 +642,12 @@ TIMELINE_HOLES_POLICY = option(
     "Incremental queries when a write older than completed ones is still pending (a hole): FAIL, or BLOCK "
     "(read only up to the hole). USE_TRANSITION_TIME is not supported.",
     lambda v: _holes_policy(v))
+DATA_SKIPPING = option(
+    "hoodie.enable.data.skipping", True,
+    "Filtered reads skip base files whose column statistics rule the filter out: the metadata table's "
+    "column_stats partition when the table keeps it, else the files' parquet footers. On by default, as "
+    "in Hudi 1.x (Hudi 0.x defaults to false); false reads every file of the partitions left after "
+    "partition pruning.", parse_bool)
 AS_OF_INSTANT = option(
     "as.of.instant", None,
     "Time travel: read the table as of this instant (yyyyMMddHHmmss[SSS], 'yyyy-MM-dd HH:mm:ss[.SSS]' "

@@ -45,6 +45,10 @@ def test_point_lookup_reads_one_file_of_a_many_file_partition(spark, many_files)
     assert [r["key"] for r in df.collect()] == [key]
     assert [r["key"] for r in hudi_rs_rows(many_files) if r["key"] == key] == [key]
     assert pyhudi.read(spark, many_files, filters="key = 'nope'").inputFiles() == []
+    # without data skipping, every file of the table is read (no partition column in the filter)
+    unskipped = pyhudi.read(spark, many_files, {"hoodie.enable.data.skipping": "false"}, filters=F.col("key") == key)
+    assert len(unskipped.inputFiles()) == len(pyhudi.HudiTable(many_files).file_system_view().latest_base_files())
+    assert [r["key"] for r in unskipped.collect()] == [key]
 
 
 @pytest.mark.parametrize("metadata_table", [True, False])

@@ -41,7 +41,7 @@ import logging
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastavro
 import numpy as np
@@ -58,6 +58,9 @@ from pyhudi.io.avro_codec import (
 )
 from pyhudi.io.base_file import AVRO_SCHEMA_KEY, ParquetSettings, align, open_parquet_writer
 from pyhudi.storage.fs import Storage
+
+if TYPE_CHECKING:
+    from pyhudi.io.hfile import CellColumns
 
 __all__ = [
     "BlockType", "HeaderKey", "ROLLBACK_COMMAND", "MAGIC", "LogBlock", "read_blocks", "read_log_file",
@@ -328,13 +331,15 @@ def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, c
     return encode_block(BlockType.PARQUET_DATA_BLOCK, header, sink.getvalue().to_pybytes())
 
 
-def hfile_data_block(cells: list[tuple[bytes, bytes]], avro_schema: str, instant_time: str, *,
+def hfile_data_block(cells: list[tuple[bytes, bytes]] | CellColumns, avro_schema: str, instant_time: str, *,
                      block_size: int = 1024 * 1024, codec: str = "GZ") -> bytes:
     """An HFILE_DATA_BLOCK, the metadata table's log block: an HFile of ``cells`` (record key,
-    Avro binary of the record), sorted by key, its file info naming the schema as Hudi's does."""
-    from pyhudi.io.hfile import write_hfile
+    Avro binary of the record; pairs are sorted here, columns must come sorted), its file info
+    naming the schema as Hudi's does."""
+    from pyhudi.io.hfile import CellColumns, write_hfile
 
-    content = write_hfile(sorted(cells), block_size=block_size, codec=codec,
+    ordered = cells if isinstance(cells, CellColumns) else sorted(cells)
+    content = write_hfile(ordered, block_size=block_size, codec=codec,
                           file_info={"schema": avro_schema.encode("utf-8")})
     header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
     return encode_block(BlockType.HFILE_DATA_BLOCK, header, content)

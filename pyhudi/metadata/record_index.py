@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.io.avro_schema import RECORD_KEY
-from pyhudi.io.hfile import HFileReader
+from pyhudi.io.hfile import CellColumns, HFileReader
 from pyhudi.io.keys import first_of_runs
 from pyhudi.io.log_format import BlockType, LogBlock, delete_block_records, read_blocks
 from pyhudi.metadata.files import MdtSlice, _parsed_schema
@@ -149,20 +149,18 @@ def entry(value: bytes) -> dict:
     return dict(record.get("recordIndexMetadata") or {})
 
 
-def cells(locations: pa.Table, instant_ms: int) -> list[tuple[bytes, bytes]]:
+def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
     """HFile cells (key, value) of located keys (columns :data:`KEY`, :data:`LOCATION_PARTITION`,
-    :data:`LOCATION_FILE`), sorted by key."""
+    :data:`LOCATION_FILE`), sorted by key; a value is encoded once per file."""
     if locations.num_rows == 0:
-        return []
-    pairs = pc.binary_join_element_wise(locations.column(LOCATION_PARTITION).cast(pa.string()), "\x00",
-                                        locations.column(LOCATION_FILE).cast(pa.string()), "")
+        return CellColumns(pa.array([], pa.binary()), pa.array([], pa.binary()))
+    ordered = locations.take(pc.sort_indices(locations.column(KEY)))
+    pairs = pc.binary_join_element_wise(ordered.column(LOCATION_PARTITION).cast(pa.string()), "\x00",
+                                        ordered.column(LOCATION_FILE).cast(pa.string()), "")
     encoded = pc.dictionary_encode(pairs).combine_chunks()
-    values = [location_value(*str(p).split("\x00", 1), instant_ms) for p in encoded.dictionary.to_pylist()]
-    codes = encoded.indices.to_numpy(zero_copy_only=False)
-    keys = [k.encode("utf-8") for k in locations.column(KEY).to_pylist()]
-    out = [(k, values[c]) for k, c in zip(keys, codes.tolist())]
-    out.sort()
-    return out
+    values = pa.array([location_value(*str(p).split("\x00", 1), instant_ms)
+                       for p in encoded.dictionary.to_pylist()], pa.binary())
+    return CellColumns(ordered.column(KEY).combine_chunks().cast(pa.binary()), values.take(encoded.indices))
 
 
 # -- lookups -----------------------------------------------------------------------------------

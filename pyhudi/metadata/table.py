@@ -38,9 +38,11 @@ import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+import pyarrow as pa
+
 from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, slice_key
-from pyhudi.io.hfile import write_hfile
+from pyhudi.io.hfile import CellColumns, as_columns, write_hfile
 from pyhudi.io.log_format import delete_block, hfile_data_block
 from pyhudi.metadata.files import (
     FILES_PARTITION,
@@ -277,13 +279,13 @@ class MetadataTable:
         token = f"0-0-{time.time_ns() % 1_000_000_000}"
         return f"{partition}/{log_file_name(group, base, version, token)}", version
 
-    def write_log_cells(self, instant: str, partition: str, group: str, base: str, cells: Cells,
+    def write_log_cells(self, instant: str, partition: str, group: str, base: str, cells: Cells | CellColumns,
                         deleted_keys: list[str] | None = None) -> WriteStat:
         """A new log file of a file group's slice ``base`` with one HFile data block of ``cells``
         (sorted (key, Avro value) pairs) and, for ``deleted_keys``, a delete block."""
         rel, version = self._next_log(partition, group, base)
         create_marker(self.storage, instant, rel, APPEND)
-        blocks = [hfile_data_block(cells, RECORD_SCHEMA, instant)] if cells or not deleted_keys else []
+        blocks = [hfile_data_block(cells, RECORD_SCHEMA, instant)] if len(cells) or not deleted_keys else []
         if deleted_keys:
             blocks.append(delete_block(deleted_keys, [partition] * len(deleted_keys), instant))
         data = b"".join(blocks)
@@ -441,21 +443,24 @@ class MetadataTable:
     def _write_base(self, instant: str, partition: str, group: str, records: Records) -> WriteStat:
         return self.write_base_cells(instant, partition, group, encode_records(records, RECORD_SCHEMA))
 
-    def write_base_cells(self, instant: str, partition: str, group: str, cells: Cells) -> WriteStat:
+    def write_base_cells(self, instant: str, partition: str, group: str, cells: Cells | CellColumns) -> WriteStat:
         """A file group's base HFile at ``instant`` holding ``cells`` (sorted)."""
         from pyhudi.io.bloom import BloomFilter
 
+        columns = as_columns(cells)
         bloom = BloomFilter()
-        bloom.add_keys([row.decode() for row, _value in cells])
+        bloom.add_keys(columns.rows.cast(pa.string()))
         rel = f"{partition}/{hfile_name(instant, group)}"
         create_marker(self.storage, instant, rel, CREATE)
+        n = len(columns)
         info = {"schema": RECORD_SCHEMA.encode(), "bloomFilterTypeCode": b"DYNAMIC_V0",
-                "minRecordKey": cells[0][0] if cells else b"", "maxRecordKey": cells[-1][0] if cells else b""}
-        data = write_hfile(cells, block_size=1024 * 1024, codec="GZ", file_info=info,
+                "minRecordKey": columns.rows[0].as_py() if n else b"",
+                "maxRecordKey": columns.rows[n - 1].as_py() if n else b""}
+        data = write_hfile(columns, block_size=1024 * 1024, codec="GZ", file_info=info,
                            meta_blocks={"bloomFilter": bloom.serialize().encode()})
         self.storage.write_bytes(rel, data)
-        return WriteStat(group, rel, partition, prevCommit="null", numWrites=len(cells),
-                         numInserts=len(cells), totalWriteBytes=len(data), fileSizeInBytes=len(data))
+        return WriteStat(group, rel, partition, prevCommit="null", numWrites=n,
+                         numInserts=n, totalWriteBytes=len(data), fileSizeInBytes=len(data))
 
     def _clean(self, instant: str) -> None:
         """Delete slices older than the previous one: readers that listed the MDT before this

@@ -53,7 +53,7 @@ from pyhudi.spark.index import (
 )
 from pyhudi.spark.keygen import with_keys
 from pyhudi.spark.record_index import keeps_record_index, write_changes
-from pyhudi.spark.record_index import lookup as record_index_lookup
+from pyhudi.spark.record_index import locate as record_index_locate
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import MERGE_ON_READ
@@ -97,6 +97,9 @@ TASKS_PER_CORE = 2
 #: At most this many partitions of such a DataFrame are merged into one task: each carries its
 #: rows inside the task, and a task of too many would be too large to ship
 MERGED_PARTITIONS = 8
+#: RECORD_INDEX: at most this many stored locations are broadcast to the incoming rows (a larger
+#: set is joined with a shuffle)
+BROADCAST_ROWS = 500_000
 #: Keys a GLOBAL_SORT bulk insert samples to cut a large table partition into key ranges.
 KEY_SAMPLE = 20_000
 
@@ -343,10 +346,24 @@ class Pipeline:
         in_handles = not self.is_global and self.combines(operation)
         if in_handles:
             ctx = dataclasses.replace(ctx, combine_in_handles=True)
-        keyed = self.prepare(data, operation, combine_in_spark=not in_handles)
         needs_index = operation in ("upsert", "delete") or (
             operation == "insert" and self.cfg.get(C.INSERT_DROP_DUPLICATES))
-        if needs_index:
+        located = None
+        if needs_index and self.cfg.get(C.INDEX_TYPE) == "RECORD_INDEX":
+            keyed = self.prepare(data, operation, combine_in_spark=False)
+            located = record_index_locate(self.table, keyed)
+            if located is None:
+                log.warning("%s has no record index to look keys up in (hoodie.metadata.enable=false?); using "
+                            "GLOBAL_SIMPLE", self.table.path)
+        if located is not None:
+            self._cached.append(located.existing)
+            started = self._phase("index_lookup", started)
+            if located.duplicates and self.combines(operation):
+                keyed = self.deduplicate(keyed, operation)
+            small = located.found <= BROADCAST_ROWS
+            tagged = self.tag(keyed, F.broadcast(located.existing) if small else located.existing)
+        elif needs_index:
+            keyed = self.prepare(data, operation, combine_in_spark=not in_handles)
             keyed = self._persist(keyed)
             partitions = None if self.is_global else sorted(
                 r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
@@ -354,6 +371,7 @@ class Pipeline:
             lookup = self.lookup(keyed, partitions)
             tagged = self.tag(keyed, lookup.existing)
         else:
+            keyed = self.prepare(data, operation, combine_in_spark=not in_handles)
             tagged = keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
         if not in_handles:  # a delete of an unknown key may still beat an insert of that key in a handle
             tagged = tagged.where(~(F.col(IS_DELETE) & F.col(FILE_ID).isNull()))
@@ -372,7 +390,9 @@ class Pipeline:
                 profile[p] = PartitionProfile(prof.inserts + row["count"], prof.updates)
             else:
                 prof.updates[row[FILE_ID]] = row["count"]
-        if needs_index:
+        if located is not None:
+            self.index_stats = IndexStats("RECORD_INDEX", files_in_partitions=0, keys_matched=located.found)
+        elif needs_index:
             self.index_stats = lookup.finish()
         self._inflight(profile, operation, self.write_action)
         if not profile:
@@ -495,12 +515,7 @@ class Pipeline:
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""
         index_type = self.cfg.get(C.INDEX_TYPE)
-        if index_type == "RECORD_INDEX":
-            found = record_index_lookup(self._spark, self.table, keyed)
-            if found is not None:
-                return found
-            log.warning("%s has no record index to look keys up in (hoodie.metadata.enable=false?); using "
-                        "GLOBAL_SIMPLE", self.table.path)
+        if index_type == "RECORD_INDEX":  # without a usable record index (tagged_write warned)
             index_type = "GLOBAL_SIMPLE"
         if index_type in ("BLOOM", "GLOBAL_BLOOM"):
             found = bloom_lookup(self._spark, self.table, keyed, partitions, self.cfg, global_index=self.is_global,
@@ -517,22 +532,29 @@ class Pipeline:
         if not self.is_global:
             cond = (F.col(RECORD_KEY) == F.col(EXISTING_RK)) & (F.col(PARTITION_PATH) == F.col(EXISTING_PP))
             return keyed.join(existing, cond, "left").drop(EXISTING_RK, EXISTING_PP)
-        joined = keyed.join(existing, F.col(RECORD_KEY) == F.col(EXISTING_RK), "left").drop(EXISTING_RK)
-        same = F.col(EXISTING_PP).isNull() | (F.col(EXISTING_PP) == F.col(PARTITION_PATH))
-        stay = joined.where(same)
-        moved = joined.where(~same)
+        return self.relocate(keyed.join(existing, F.col(RECORD_KEY) == F.col(EXISTING_RK), "left").drop(EXISTING_RK))
+
+    def relocate(self, joined: DataFrame) -> DataFrame:
+        """Global indexes: incoming rows with the stored partition and file group of their key;
+        a record found in another partition moves there (a delete in the old partition and an
+        insert in the new one) or, when the index's update.partition.path option is false, is
+        updated where it is."""
+        moved = F.col(EXISTING_PP).isNotNull() & (F.col(EXISTING_PP) != F.col(PARTITION_PATH))
         moves = {"GLOBAL_BLOOM": C.BLOOM_UPDATE_PARTITION_PATH, "RECORD_INDEX": C.RECORD_INDEX_UPDATE_PARTITION_PATH}
         move = moves.get(self.cfg.get(C.INDEX_TYPE), C.SIMPLE_INDEX_UPDATE_PARTITION_PATH)
-        if self.cfg.get(move):
-            delete_old = moved.withColumn(PARTITION_PATH, F.col(EXISTING_PP)).withColumn(IS_DELETE, F.lit(True))
-            insert_new = moved.withColumn(FILE_ID, F.lit(None).cast("string"))
-            parts = [stay, delete_old, insert_new]
-        else:
-            parts = [stay, moved.withColumn(PARTITION_PATH, F.col(EXISTING_PP))]
-        out = parts[0]
-        for p in parts[1:]:
-            out = out.unionByName(p)
-        return out.drop(EXISTING_PP)
+        if not self.cfg.get(move):
+            return joined.withColumn(PARTITION_PATH, F.when(moved, F.col(EXISTING_PP)).otherwise(
+                F.col(PARTITION_PATH))).drop(EXISTING_PP)
+        # one pass, no union (which would compute the rows once per branch): a moved row becomes
+        # two, the delete in its old partition (0) and the insert in its new one (1)
+        variant = "_pyhudi_variant"
+        out = joined.withColumn(variant, F.explode(F.when(moved, F.array(F.lit(0), F.lit(1))).otherwise(
+            F.array(F.lit(2)))))
+        is_old, is_new = F.col(variant) == 0, F.col(variant) == 1
+        out = out.withColumn(PARTITION_PATH, F.when(is_old, F.col(EXISTING_PP)).otherwise(F.col(PARTITION_PATH)))
+        out = out.withColumn(IS_DELETE, is_old | F.col(IS_DELETE))
+        out = out.withColumn(FILE_ID, F.when(is_new, F.lit(None).cast("string")).otherwise(F.col(FILE_ID)))
+        return out.drop(EXISTING_PP, variant)
 
     def small_files(self, view: FileSystemView, partitions: Iterable[str],
                     pending: dict[tuple[str, str], str]) -> dict[str, list[SmallFile]]:

@@ -120,12 +120,13 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     merged = files.merged
     bases = [s.base_file for s in slices if s.base_file is not None and not (merged and s.log_files)]
     recorded = None  # column statistics from the metadata table
-    if predicate is not None and columns_of(predicate):
+    skipping = predicate if cfg.get(C.DATA_SKIPPING) else None
+    if skipping is not None and columns_of(skipping):
         arrow_schema = table.arrow_schema()
-        recorded = table.metadata_column_ranges(columns_of(predicate), arrow_schema) if arrow_schema else None
-    if predicate is not None and bases:
+        recorded = table.metadata_column_ranges(columns_of(skipping), arrow_schema) if arrow_schema else None
+    if skipping is not None and bases:
         before = len(bases)
-        kept = set(skip_files(table.storage, predicate, [b.path for b in bases], known=recorded))
+        kept = set(skip_files(table.storage, skipping, [b.path for b in bases], known=recorded))
         bases = [b for b in bases if b.path in kept]
         log.info("data skipping on %s: %d of %d base files kept (statistics from %s)", table.path, len(bases),
                  before, "the metadata table" if recorded is not None else "footers")
@@ -142,8 +143,8 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         base_uri = table.storage.base_uri
         if table.config.populate_meta_fields:  # Spark merges: base files read natively, logs in executors
             logged_bases = [s.base_file for s in logged if s.base_file is not None]
-            if predicate is not None and logged_bases and filters_reach_base_files(spec):
-                kept = set(skip_files(table.storage, predicate, [b.path for b in logged_bases], known=recorded))
+            if skipping is not None and logged_bases and filters_reach_base_files(spec):
+                kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
                 logged_bases = [b for b in logged_bases if b.path in kept]
             sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
             known = [n for n in sizes if n is not None]

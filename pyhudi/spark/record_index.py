@@ -1,9 +1,11 @@
 """The metadata table's record index on Spark: key lookups and updates, one task per file group.
 
-* **Lookup** (``hoodie.index.type=RECORD_INDEX``): the incoming keys are shuffled to their
+* **Lookup** (``hoodie.index.type=RECORD_INDEX``): the incoming keys alone are shuffled to their
   record index file group (Java ``String.hashCode`` of the key, computed in executors), and each
   task looks its keys up in its file group's latest slice through the HFile block indexes: only
   the data blocks that can hold the keys are read, so the cost follows the batch, not the table.
+  The keys found come back and are broadcast to the incoming rows, which are never shuffled for
+  the lookup; the tasks also count repeated keys, so a batch without any skips de-duplication.
 * **Update** (every write while the partition exists): each data file group the write changed is
   read back (its key column, before and after) in an executor, which emits the keys the write
   located there and the keys it removed; the changes are shuffled by record index file group and
@@ -18,9 +20,13 @@ import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TypeVar
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,19 +39,18 @@ from pyhudi.metadata.files import MdtSlice
 from pyhudi.metadata.keys import file_group_id
 from pyhudi.metadata.table import Builder, MetadataTable, usable_partitions
 from pyhudi.read.merge import MergeSpec, SliceToRead, key_columns
-from pyhudi.spark.index import EXISTING_PP, EXISTING_RK, IndexStats, Lookup
+from pyhudi.spark.index import EXISTING_PP, EXISTING_RK
 from pyhudi.spark.merged import spread
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.metadata import WriteStat
-from pyhudi.write.columns import BUCKET, FILE_ID
+from pyhudi.write.columns import FILE_ID
 
 log = logging.getLogger("pyhudi")
 
 LOCATIONS_DDL = "key string, partition string, file_id string, is_delete boolean, rank tinyint, group int"
-LOOKUP_DDL = f"{EXISTING_RK} string, {EXISTING_PP} string, {FILE_ID} string"
 WRITTEN_DDL = "stat string"
 T = TypeVar("T")
 
@@ -71,24 +76,17 @@ def index_slices(table: HudiTable) -> list[MdtSlice] | None:
     return mdt.slices(R.PARTITION, table.timeline) or None
 
 
-def _route(df: DataFrame, groups: int) -> DataFrame:
-    from pyhudi.spark.pipeline import route
+def _with_group(df: DataFrame, groups: int, key_col: str | None = None) -> DataFrame:
+    """``df`` plus the record index file group of each key (``key_col``, by default the first
+    column), computed in executors by a vectorized UDF that receives the key column alone (the
+    other columns never pass through Python)."""
+    key_col = key_col or df.columns[0]
 
-    return route(df, F.col(R.GROUP), groups).drop(BUCKET)
+    @F.pandas_udf("int")  # type: ignore[call-overload]
+    def group_of(keys: pd.Series) -> pd.Series:
+        return pd.Series(R.file_group_indexes(pa.array(keys, pa.string()), groups).astype("int32"))
 
-
-def _with_group(df: DataFrame, groups: int) -> DataFrame:
-    """``df`` (a ``key`` column) plus each key's record index file group, computed in executors."""
-    key_col = df.columns[0]
-
-    def add(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            table = pa.Table.from_batches([batch])
-            groups_ = R.file_group_indexes(table.column(key_col), groups)
-            yield from table.append_column(R.GROUP, pa.array(groups_, pa.int32())).to_batches()
-
-    ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in df.schema.fields) + f", {R.GROUP} int"
-    return map_in_arrow(df, add, ddl)
+    return df.withColumn(R.GROUP, group_of(F.col(key_col)))
 
 
 def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa.Schema,
@@ -110,50 +108,79 @@ def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa
 
 def _per_group(located: DataFrame, count: int, base_uri: str,
                write: Callable[[MetadataTable, int, pa.Table], WriteStat]) -> list[WriteStat]:
-    """Rows shuffled one record index file group per task, each group's rows (without the group
-    column) handed to ``write``, which writes its file; the files' stats."""
+    """Rows shuffled by record index file group (a few groups per task, as many tasks as cores),
+    each group's rows (without the group column) handed to ``write``, which writes its file; the
+    files' stats."""
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         parts = [b for b in batches if b.num_rows]
         if not parts:
             return
         rows = pa.Table.from_batches(parts)
-        group = rows.column(R.GROUP)[0].as_py()
-        stat = write(MetadataTable(Storage(base_uri)), group, rows.drop_columns([R.GROUP]))
-        yield pa.RecordBatch.from_arrays([pa.array([json.dumps(dataclasses.asdict(stat))])], names=["stat"])
+        groups = rows.column(R.GROUP).to_numpy()
+        mdt = MetadataTable(Storage(base_uri))
+        stats = [write(mdt, group, rows.filter(pa.array(groups == group)).drop_columns([R.GROUP]))
+                 for group in np.unique(groups).tolist()]
+        yield pa.RecordBatch.from_arrays([pa.array([json.dumps(dataclasses.asdict(s)) for s in stats])],
+                                         names=["stat"])
 
-    rows = map_in_arrow(_route(located, count), body, WRITTEN_DDL).collect()
+    tasks = min(count, located.sparkSession.sparkContext.defaultParallelism)
+    rows = map_in_arrow(located.repartition(tasks, F.col(R.GROUP)), body, WRITTEN_DDL).collect()
     return [WriteStat(**json.loads(r["stat"])) for r in rows]
 
 
-# -- lookup ------------------------------------------------------------------------------------------
-def lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame) -> Lookup | None:
-    """The stored location of every incoming key the record index holds; None when the table has
-    no usable record index (the caller falls back to GLOBAL_SIMPLE, as Hudi does)."""
+@dataclass
+class Located:
+    """What the record index holds of a batch's keys: their stored locations (:data:`EXISTING_RK`,
+    :data:`EXISTING_PP`, ``FILE_ID``; persisted, unpersist when done), how many there are, and
+    how many incoming rows repeat a key."""
+
+    existing: DataFrame
+    found: int
+    duplicates: int
+
+
+def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
+    """Look the record keys of ``keyed`` up in the record index: only the key column is shuffled
+    (by record index file group, a few groups per task) and only the keys found come back; each
+    task reads of its file groups the data blocks its keys can be in. None when the table has no
+    usable record index."""
     slices = index_slices(table)
     if slices is None:
         return None
     base_uri = table.storage.base_uri
     by_group = {int(s.file_id.split("-")[-2]): s for s in slices}
-    count = len(slices)
+    names = [EXISTING_RK, EXISTING_PP, FILE_ID, "found", "duplicates"]
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        keys: list[str] = []
-        group = None
-        for batch in batches:
-            if batch.num_rows:
-                keys += batch.column(0).to_pylist()
-                group = batch.column(1)[0].as_py()
-        if group is None:
+        parts = [b for b in batches if b.num_rows]
+        if not parts:
             return
-        found = R.lookup(Storage(base_uri), by_group[group], keys)
-        located = [(k, *where) for k, where in found.items()]
+        rows = pa.Table.from_batches(parts)
+        groups = rows.column(R.GROUP).to_numpy()
+        found: dict[str, tuple[str, str]] = {}
+        repeated = 0
+        storage = Storage(base_uri)
+        for group in np.unique(groups).tolist():
+            keys = rows.column(RECORD_KEY).filter(pa.array(groups == group)).combine_chunks()
+            unique = pc.unique(keys)
+            repeated += len(keys) - len(unique)
+            found.update(R.lookup(storage, by_group[group], unique.to_pylist()))
         yield pa.RecordBatch.from_arrays(
-            [pa.array([x[0] for x in located], pa.string()), pa.array([x[1] for x in located], pa.string()),
-             pa.array([x[2] for x in located], pa.string())], names=[EXISTING_RK, EXISTING_PP, FILE_ID])
+            [pa.array(list(found), pa.string()), pa.array([p for p, _f in found.values()], pa.string()),
+             pa.array([f for _p, f in found.values()], pa.string()), pa.nulls(len(found), pa.int64()),
+             pa.nulls(len(found), pa.int64())], names=names)
+        yield pa.RecordBatch.from_arrays(  # the task's counts, in a row of their own
+            [pa.nulls(1, pa.string()), pa.nulls(1, pa.string()), pa.nulls(1, pa.string()),
+             pa.array([len(found)], pa.int64()), pa.array([repeated], pa.int64())], names=names)
 
-    keys = _with_group(keyed.select(F.col(RECORD_KEY)), count)
-    existing = map_in_arrow(_route(keys, count), body, LOOKUP_DDL)
-    return Lookup(existing, IndexStats("RECORD_INDEX", files_in_partitions=count))
+    keys = _with_group(keyed.select(F.col(RECORD_KEY)), len(slices))
+    tasks = min(len(slices), keyed.sparkSession.sparkContext.defaultParallelism)
+    out = map_in_arrow(keys.repartition(tasks, F.col(R.GROUP)), body,
+                       f"{EXISTING_RK} string, {EXISTING_PP} string, {FILE_ID} string, found long, "
+                       "duplicates long").persist()
+    counts = out.where(F.col(EXISTING_RK).isNull()).select("found", "duplicates").collect()  # computes `out`
+    return Located(out.where(F.col(EXISTING_RK).isNotNull()).drop("found", "duplicates"),
+                   sum(r["found"] for r in counts), sum(r["duplicates"] for r in counts))
 
 
 # -- updates -----------------------------------------------------------------------------------------
