@@ -333,6 +333,39 @@ def test_data_skipping_takes_statistics_from_the_metadata_table(spark, tmp_path,
         sorted(r["ts"] for r in everything.collect())
 
 
+def test_log_files_get_column_statistics_and_slices_are_pruned_by_all_their_files(spark, tmp_path, caplog):
+    """Merge-on-read: the records a log block holds give the log file its statistics (sizes 0, as
+    Hudi records them, merged over the commits that append to it); a slice with log files is
+    skipped only when the statistics of its base file and of every log file rule the filter out."""
+    from pyspark.sql import functions as F
+
+    from pyhudi.metadata import column_stats
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.index.type": "BLOOM"}
+    pyhudi.write(_rows(spark, [(f"k{i}", "x", i) for i in range(10)]), path, opts)
+    pyhudi.write(_rows(spark, [("k1", "x", 100)]), path, opts)  # a log file: ts 100
+    pyhudi.write(_rows(spark, [("k2", "x", 120)]), path, opts)  # appended to it: ts 100..120
+    table = pyhudi.HudiTable(path)
+    (piece,) = table.file_system_view().latest_slices()
+    (log_file,) = piece.log_files
+    ranges = column_stats.file_ranges(MetadataTable(table.storage).read(column_stats.PARTITION, table.timeline),
+                                      table.arrow_schema())
+    assert (ranges[log_file.name]["ts"].min, ranges[log_file.name]["ts"].max, ranges[log_file.name]["ts"].count) == \
+        (100, 120, 2)
+    with caplog.at_level(logging.INFO, logger="pyhudi"):
+        assert [r["id"] for r in pyhudi.read(spark, path, filters=F.col("ts") == 120).collect()] == ["k2"]
+        assert "1 of 1 file slices with log files kept" in caplog.text
+        caplog.clear()
+        assert pyhudi.read(spark, path, filters=F.col("ts") == 50).collect() == []
+        assert "0 of 1 file slices with log files kept" in caplog.text
+        caplog.clear()
+        assert [r["id"] for r in pyhudi.read(spark, path, filters=F.col("ts") == 5).collect()] == ["k5"]
+        assert "1 of 1 file slices with log files kept" in caplog.text
+    _agrees(spark, path)
+
+
 def test_validate_reports_a_wrong_bloom_filter(spark, tmp_path, monkeypatch):
     from pyhudi.metadata import bloom_filters
 

@@ -9,18 +9,23 @@ Hudi 1.x stores dates as ``IntWrapper`` and decimals as ``BytesWrapper`` of the 
 Readers interpret a wrapped value by the column's type in the table schema, which reads both.
 
 For a base file the statistics come from its parquet footer (every top-level primitive column, the
-meta fields included, as Hudi 0.14 indexes them when no column list is configured).
+meta fields included, as Hudi 0.14 indexes them when no column list is configured); for a log
+file from the records its data blocks hold (sizes 0, as Hudi records them), merged over the
+commits that appended to it.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import pickle
 import posixpath
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.metadata.files import deleted_base_files
@@ -100,6 +105,34 @@ def footer_records(partition: str, file_name: str, metadata: pq.FileMetaData, *,
         key = column_stats_key(path, partition, file_name)
         out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": record}))
     return out
+
+
+def table_records(partition: str, file_name: str, rows: pa.Table) -> list[tuple[str, dict]]:
+    """The column-stats records of the rows a log block holds, as Hudi computes them for log
+    files: every top-level primitive column, value and null counts of the rows, sizes 0."""
+    out = []
+    for field in rows.schema:
+        kind = field.type
+        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind):
+            continue
+        column = rows.column(field.name)
+        bounds = pc.min_max(column)
+        record = {"fileName": file_name, "columnName": field.name,
+                  "minValue": _wrap(bounds["min"].as_py(), kind), "maxValue": _wrap(bounds["max"].as_py(), kind),
+                  "valueCount": rows.num_rows, "nullCount": column.null_count, "totalSize": 0,
+                  "totalUncompressedSize": 0, "isDeleted": False}
+        key = column_stats_key(field.name, partition, file_name)
+        out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": record}))
+    return out
+
+
+def encode(records: list[tuple[str, dict]]) -> str:
+    """Records as text, to travel from an executor in a stats row."""
+    return base64.b64encode(pickle.dumps(records)).decode("ascii")
+
+
+def decode(text: str) -> list[tuple[str, dict]]:
+    return list(pickle.loads(base64.b64decode(text)))
 
 
 def deleted_records(partition: str, file_name: str, columns: Iterable[str]) -> list[tuple[str, dict]]:

@@ -103,6 +103,7 @@ def action_records(action: str, content: bytes, *,
 def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,
                      max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False,
                      written: Mapping[str, list[WriteStat]] | None = None,
+                     records: Mapping[str, list[Record]] | None = None,
                      record_index: Builder | None = None) -> Instant:
     """Apply a data-table action to the metadata table (if the table has one), then complete it.
 
@@ -113,7 +114,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
     table that missed an action (a writer that did not keep it) is not updated, but declared
     unusable, so that readers list storage and the next write rebuilds it.
 
-    ``written``: the record index log files executors wrote for this instant; ``record_index``:
+    ``written``: the record index log files executors wrote for this instant; ``records``: more
+    records executors computed for it (the statistics of the log files it wrote); ``record_index``:
     how to build that partition when the metadata table is rebuilt (default: in this process)."""
     mdt = metadata_table_of(storage, timeline)
     if mdt is not None:
@@ -134,8 +136,11 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
                         storage.base_uri, ", ".join(lag[:3]))
             _set_partitions(storage, None)
         else:
-            records, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}")
-            mdt.apply(instant, records, timeline, undo=undo, max_delta_commits=max_delta_commits, written=written)
+            found, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}")
+            for partition, extra in (records or {}).items():
+                if partition in found:
+                    found[partition] = found[partition] + list(extra)
+            mdt.apply(instant, found, timeline, undo=undo, max_delta_commits=max_delta_commits, written=written)
     return timeline.complete(instant, action, content)
 
 

@@ -36,6 +36,7 @@ from pyhudi.io.avro_schema import (
 )
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import pending_file_groups
@@ -194,7 +195,8 @@ class Pipeline:
             keep_larger_ordering=self.merge_spec().keep_larger_ordering,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
-            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL")
+            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL",
+            log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)))
 
     def combines(self, operation: str) -> bool:
         """Whether incoming duplicates are combined (``hoodie.combine.before.*``)."""
@@ -267,7 +269,9 @@ class Pipeline:
                     data.sparkSession, table, self.instant, rows, replaced, self.merge_spec(),
                     storage_schema(self.target_schema))}
                 started = self._phase("record_index", started)
-            commit(meta, written=index_files)
+            log_stats = [r for row in rows if row.get("column_stats")
+                         for r in column_stats.decode(row["column_stats"])]
+            commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None)
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)
             self._phase("commit", started)
@@ -356,7 +360,7 @@ class Pipeline:
                 log.warning("%s has no record index to look keys up in (hoodie.metadata.enable=false?); using "
                             "GLOBAL_SIMPLE", self.table.path)
         if located is not None:
-            self._cached.append(located.existing)
+            self._cached.append(located.cached)
             started = self._phase("index_lookup", started)
             if located.duplicates and self.combines(operation):
                 keyed = self.deduplicate(keyed, operation)

@@ -28,7 +28,7 @@ from pyhudi.keygen.spec import DEFAULT_PARTITION
 from pyhudi.read.incremental import plan_incremental
 from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import Retention
-from pyhudi.read.skipping import Predicate, columns_of, footers, prune_partition_paths, skip_files
+from pyhudi.read.skipping import Predicate, columns_of, footers, may_match, prune_partition_paths, skip_files
 from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
@@ -135,6 +135,11 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     else:
         df = _read_files(spark, table, bases, schema)
     logged = [s for s in slices if merged and s.log_files]
+    if skipping is not None and recorded is not None and logged:
+        before = len(logged)
+        logged = [s for s in logged if _slice_may_match(s, skipping, recorded)]
+        log.info("data skipping on %s: %d of %d file slices with log files kept (statistics of all their files "
+                 "from the metadata table)", table.path, len(logged), before)
     if logged:  # merge-on-read slices with log files
         file_schema = table.arrow_schema()
         assert file_schema is not None
@@ -169,6 +174,14 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if filters is not None:
         df = df.where(filters)
     return df
+
+
+def _slice_may_match(piece: FileSlice, pred: Predicate, recorded: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether a merge-on-read slice can hold a row ``pred`` matches: each of its rows is a base
+    row or a log record, so it cannot when the statistics of every one of its files rule the filter
+    out (a file without statistics may hold anything)."""
+    names = ([piece.base_file.name] if piece.base_file is not None else []) + [lf.name for lf in piece.log_files]
+    return any(name not in recorded or may_match(pred, recorded[name]) for name in names)
 
 
 _PARSERS: dict[type, Any] = {

@@ -131,12 +131,13 @@ def _per_group(located: DataFrame, count: int, base_uri: str,
 @dataclass
 class Located:
     """What the record index holds of a batch's keys: their stored locations (:data:`EXISTING_RK`,
-    :data:`EXISTING_PP`, ``FILE_ID``; persisted, unpersist when done), how many there are, and
-    how many incoming rows repeat a key."""
+    :data:`EXISTING_PP`, ``FILE_ID``), how many there are, and how many incoming rows repeat a
+    key; ``cached`` is the persisted lookup output to unpersist when the write is done."""
 
     existing: DataFrame
     found: int
     duplicates: int
+    cached: DataFrame
 
 
 def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
@@ -180,7 +181,7 @@ def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
                        "duplicates long").persist()
     counts = out.where(F.col(EXISTING_RK).isNull()).select("found", "duplicates").collect()  # computes `out`
     return Located(out.where(F.col(EXISTING_RK).isNotNull()).drop("found", "duplicates"),
-                   sum(r["found"] for r in counts), sum(r["duplicates"] for r in counts))
+                   sum(r["found"] for r in counts), sum(r["duplicates"] for r in counts), out)
 
 
 # -- updates -----------------------------------------------------------------------------------------

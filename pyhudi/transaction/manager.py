@@ -156,9 +156,11 @@ class WriteTransaction:
             return "another writer is rolling it back (its heartbeat had expired)"
         return None
 
-    def commit(self, meta: CommitMetadata, *, written: Mapping[str, list[WriteStat]] | None = None) -> None:
+    def commit(self, meta: CommitMetadata, *, written: Mapping[str, list[WriteStat]] | None = None,
+               records: Mapping[str, list[tuple[str, dict]]] | None = None) -> None:
         """Complete the instant with ``meta``: the single step that makes the write visible.
-        ``written``: metadata-table files executors wrote for it (the record index's log files)."""
+        ``written``: metadata-table files executors wrote for it (the record index's log files);
+        ``records``: metadata-table records executors computed for it (log files' statistics)."""
         assert self.instant is not None and self.action is not None and self.start is not None
         conc = self.concurrency
         with self.lock.held():
@@ -186,7 +188,8 @@ class WriteTransaction:
                         "is as the other writer left it; run the write again")
                 meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
             complete_instant(self.table.storage, timeline, self.instant, self.action, meta.to_json().encode("utf-8"),
-                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), written=written)
+                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), written=written,
+                             records=records)
             self.finished = True
         self._stop_heartbeat()
 

@@ -110,4 +110,8 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
                       inserts=0, file_size=offset + len(payload), started=started, min_key=None, max_key=None)
     stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
                  base_file=target.base_file_name, log_files="\n".join(log_files), log_blocks=len(blocks))
+    if ctx.log_column_stats and live.num_rows:
+        from pyhudi.metadata import column_stats
+
+        stats["column_stats"] = column_stats.encode(column_stats.table_records(bucket.partition_path, name, records))
     return stats

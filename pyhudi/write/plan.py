@@ -85,6 +85,9 @@ class WriteContext:
     # append to a slice's current log file in place; off when writers run side by side, since two
     # processes appending to one file would interleave their bytes
     append_in_place: bool = True
+    # merge-on-read: return the column statistics of the records each log block holds (the
+    # metadata table's column_stats partition keeps them for log files too)
+    log_column_stats: bool = False
 
 
 @dataclass
