@@ -370,7 +370,8 @@ BLOOM_PRUNE_BY_RANGES = option(
 BLOOM_INDEX_USE_METADATA = option(
     "hoodie.bloom.index.use.metadata", False,
     "BLOOM: take the files' key ranges from the metadata table's column statistics of "
-    "_hoodie_record_key (when the table keeps them) instead of reading footers.", parse_bool)
+    "_hoodie_record_key and their bloom filters from its bloom_filters partition (when the table keeps "
+    "them) instead of reading footers.", parse_bool)
 BLOOM_USE_TREE_FILTER = option(
     "hoodie.bloom.index.use.treebased.filter", True,
     "BLOOM: look key ranges up in a sorted structure instead of a list. pyhudi always uses a sorted-range "

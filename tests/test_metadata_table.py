@@ -383,13 +383,15 @@ def test_validate_reports_a_wrong_bloom_filter(spark, tmp_path, monkeypatch):
 @pytest.mark.parametrize("local", ["true", "false"])
 def test_the_bloom_index_takes_key_ranges_from_the_metadata_table(spark, tmp_path, local):
     """hoodie.bloom.index.use.metadata: the key ranges of the files come from the column statistics
-    of _hoodie_record_key, not from footers, on the partition-local and the distributed paths; the
-    upsert lands as without it."""
+    of _hoodie_record_key and their bloom filters from the bloom_filters partition (looked up by
+    key, the same filters as the footers'), not from footers, on the partition-local and the
+    distributed paths; the upsert lands as without it."""
     from pyhudi.index import bloom_index
+    from pyhudi.metadata import bloom_filters
 
     path = str(tmp_path / "t")
     opts = {**OPTS, "hoodie.index.type": "BLOOM", "pyhudi.write.partition.local": local,
-            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.column.stats.enable": "true", "hoodie.metadata.index.bloom.filter.enable": "true",
             "hoodie.parquet.small.file.limit": "0"}
     for n in range(3):
         pyhudi.write(_rows(spark, [(f"k{n}-{i}", "x", n) for i in range(4)]), path, opts)
@@ -397,6 +399,14 @@ def test_the_bloom_index_takes_key_ranges_from_the_metadata_table(spark, tmp_pat
     res = pyhudi.write(_rows(spark, [("k1-2", "x", 9), ("new", "x", 9)]), path,
                        {**opts, "hoodie.bloom.index.use.metadata": "true"})
     assert res.stats["index"]["phases"]["key_ranges_from_metadata_table"] == 3
+    assert res.stats["index"]["phases"]["bloom_filters_from_metadata_table"] == 4  # file groups
+    table = pyhudi.HudiTable(path)
+    bases = table.file_system_view().latest_base_files()
+    found = bloom_filters.filters_of(table.storage, MetadataTable(table.storage).slices(
+        bloom_filters.PARTITION, table.timeline), [(b.partition_path, b.name) for b in bases])
+    assert {name: f.serialize() for name, f in found.items()} == {
+        b.name: bloom_index._footer_bloom(bloom_index._read_footer(table.storage, b.path), b.path).serialize()
+        for b in bases}
     if local == "false":
         assert res.stats["index"]["files_after_range_pruning"] == 1
     rows = {r["id"]: r["ts"] for r in pyhudi_rows(spark, path)}

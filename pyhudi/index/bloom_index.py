@@ -16,9 +16,11 @@ file, so each footer and each file's key column is read once per file, never onc
 from __future__ import annotations
 
 import bisect
+import posixpath
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +32,9 @@ from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.base_file import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, MAX_KEY, MIN_KEY
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.storage import Storage
+
+if TYPE_CHECKING:
+    from pyhudi.metadata.files import MdtSlice
 
 KEY = "key"
 PARTITION = "partition_path"
@@ -184,13 +189,15 @@ def range_candidates(keys: pa.Table, files: Sequence[FileRange], *, prune_by_ran
     return pa.concat_tables(parts)
 
 
-def check_file(storage: Storage, rel_path: str, keys: pa.Array) -> tuple[pa.Array, int]:
+def check_file(storage: Storage, rel_path: str, keys: pa.Array, *,
+               bloom: BloomFilter | None = None) -> tuple[pa.Array, int]:
     """(keys really stored in the file, number of bloom positives) for candidate ``keys``.
 
-    The bloom filter rules most keys out; the survivors are compared with the file's record-key
-    column (read once), which removes the filter's false positives.
+    The bloom filter (``bloom``, from the metadata table, or else the footer's) rules most keys
+    out; the survivors are compared with the file's record-key column (read once), which removes
+    the filter's false positives.
     """
-    checked = lookup_file(storage, rel_path, keys, key_range=None, prune_by_ranges=False)
+    checked = lookup_file(storage, rel_path, keys, key_range=None, prune_by_ranges=False, bloom=bloom)
     return checked.present, checked.positives
 
 
@@ -214,23 +221,25 @@ class FileCheck:
 
 
 def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: tuple[str | None, str | None] | None,
-                prune_by_ranges: bool) -> FileCheck:
+                prune_by_ranges: bool, bloom: BloomFilter | None = None) -> FileCheck:
     """All four steps of the bloom index for one base file and distinct incoming ``keys``.
 
     A file whose remembered ``key_range`` holds none of the keys is ruled out without being
-    opened; otherwise its footer is read once for both the range and the bloom filter.
+    opened; otherwise its footer is read once for both the range and the bloom filter, unless
+    the range is known and the ``bloom`` filter given (the metadata table's).
     """
     empty = pa.array([], pa.string())
     if prune_by_ranges and key_range is not None:
         keys = _in_range(keys, *key_range)
         if not len(keys):
             return FileCheck(empty, 0, 0)
-    meta = _read_footer(storage, rel_path)
-    if prune_by_ranges and key_range is None:
-        keys = _in_range(keys, *_footer_range(meta))
-        if not len(keys):
-            return FileCheck(empty, 0, 0)
-    bloom = _footer_bloom(meta, rel_path)
+    if bloom is None or (prune_by_ranges and key_range is None):
+        meta = _read_footer(storage, rel_path)
+        if prune_by_ranges and key_range is None:
+            keys = _in_range(keys, *_footer_range(meta))
+            if not len(keys):
+                return FileCheck(empty, 0, 0)
+        bloom = bloom or _footer_bloom(meta, rel_path)
     maybe = keys if bloom is None else keys.filter(pa.array(bloom.might_contain(keys)))
     if not len(maybe):
         return FileCheck(empty, len(keys), 0)
@@ -239,8 +248,11 @@ def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: t
     return FileCheck(maybe.filter(pc.is_in(maybe, value_set=stored)), len(keys), len(maybe))
 
 
-def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body of the bloom check: candidate pairs grouped by file, matches and stats out."""
+def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str,
+                          blooms: Sequence[MdtSlice] = ()) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body of the bloom check: candidate pairs grouped by file, matches and stats
+    out. ``blooms``: the file groups of the metadata table's bloom_filters partition, which then
+    give the filters (looked up by key) instead of the files' footers."""
     tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
     if not tables:
         return
@@ -251,12 +263,19 @@ def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str) -> I
     keys = rows.column(KEY).combine_chunks()
     partitions = rows.column(PARTITION).combine_chunks()
     file_ids = rows.column(FILE_ID).combine_chunks()
+    filters: dict[str, BloomFilter] = {}
+    if blooms:
+        from pyhudi.metadata.bloom_filters import filters_of
+
+        firsts = [int(np.flatnonzero(codes == code)[0]) for code in range(len(paths.dictionary))]
+        filters = filters_of(storage, blooms, [(partitions[i].as_py(), posixpath.basename(p))
+                                               for i, p in zip(firsts, paths.dictionary.to_pylist())])
     for code, path in enumerate(paths.dictionary.to_pylist()):
         started = time.monotonic()
         idx = np.flatnonzero(codes == code)
         first = int(idx[0])
         file_keys = pc.unique(keys.take(pa.array(idx)))
-        present, positives = check_file(storage, path, file_keys)
+        present, positives = check_file(storage, path, file_keys, bloom=filters.get(posixpath.basename(path)))
         n = len(present)
         partition, fid = partitions[first].as_py(), file_ids[first].as_py()
         elapsed = int((time.monotonic() - started) * 1000)

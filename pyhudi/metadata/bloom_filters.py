@@ -10,13 +10,13 @@ cleaner or a rollback removed gets a deletion record (empty type and filter).
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pyhudi.io.base_file import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY
 from pyhudi.io.bloom import DYNAMIC_V0, BloomFilter
 from pyhudi.io.file_names import parse_base_file
-from pyhudi.metadata.files import deleted_base_files
-from pyhudi.metadata.keys import bloom_filter_key
+from pyhudi.metadata.files import MdtSlice, decode_value, deleted_base_files, lookup_keys
+from pyhudi.metadata.keys import bloom_filter_key, file_group_index
 from pyhudi.read.skipping import footers
 from pyhudi.storage import Storage
 
@@ -73,3 +73,22 @@ def bloom_filter(record: dict) -> BloomFilter:
     """The filter a record holds."""
     meta = record["BloomFilterMetadata"]
     return BloomFilter.deserialize(bytes(meta["bloomFilter"]), meta.get("type") or None)
+
+
+def filters_of(storage: Storage, slices: Sequence[MdtSlice],
+               files: Iterable[tuple[str, str]]) -> dict[str, BloomFilter]:
+    """file name -> its bloom filter, for (partition, file name) pairs, looked up by key in the
+    partition's file groups (``slices``, in file-group order) through their HFile block indexes;
+    a file without a live record is left out (its footer serves)."""
+    keys: dict[int, dict[str, str]] = {}
+    for partition, name in files:
+        key = bloom_filter_key(partition, name)
+        keys.setdefault(file_group_index(key, len(slices)) if len(slices) > 1 else 0, {})[key] = name
+    out = {}
+    for group, wanted in keys.items():
+        for row, (value, schema) in lookup_keys(storage, slices[group], wanted).items():
+            meta = decode_value(value, schema).get("BloomFilterMetadata")
+            if meta and not meta.get("isDeleted") and meta.get("bloomFilter"):
+                out[wanted[row.decode("utf-8")]] = BloomFilter.deserialize(bytes(meta["bloomFilter"]),
+                                                                           meta.get("type") or None)
+    return out

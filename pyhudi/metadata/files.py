@@ -24,7 +24,7 @@ import io
 import json
 import posixpath
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -32,7 +32,8 @@ from typing import Any
 from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.io.hfile import HFileReader
-from pyhudi.io.log_format import BlockType, read_blocks
+from pyhudi.io.log_format import BlockType, LogBlock, delete_block_records, read_blocks
+from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.storage import Storage
 from pyhudi.storage.fs import FileInfo
 
@@ -288,3 +289,56 @@ def _decoded(storage: Storage, rel: str, info: FileInfo,
 def clear_cache() -> None:
     """Forget decoded MDT files (benchmarks measure cold reads with it)."""
     _DECODED.clear()
+
+
+#: key -> (value, the Avro schema it is written in)
+Cells = dict[bytes, tuple[bytes, str]]
+
+
+def _log_blocks(storage: Storage, piece: MdtSlice) -> list[tuple[str, str, int, LogBlock]]:
+    """The data and delete blocks of a slice's log files that readers trust, in merge order."""
+    blocks = []
+    for rel, _info in piece.logs:
+        for position, block in enumerate(read_blocks(storage.read_bytes(rel), source=rel)):
+            if block.instant_time in piece.visible and block.block_type in (
+                    BlockType.HFILE_DATA_BLOCK, BlockType.DELETE_BLOCK):
+                blocks.append((block.instant_time or "", rel, position, block))
+    blocks.sort(key=lambda b: b[:3])
+    return blocks
+
+
+def merge_slice(storage: Storage, piece: MdtSlice, read: Callable[[HFileReader], Iterable[tuple[bytes, bytes]]],
+                wanted: set[bytes] | None) -> Cells:
+    """A file group's slice merged cell by cell, without decoding a record: its base file's cells,
+    then its log blocks in order (data blocks replace a key's value, delete blocks drop it).
+    ``read`` picks the cells of each HFile (all of them, or some keys through the block index);
+    ``wanted``: the keys asked for (None: all)."""
+    found: dict[bytes, tuple[bytes, str] | None] = {}
+    if piece.base is not None:
+        reader = HFileReader(storage.read_bytes(piece.base[0]), source=piece.base[0])
+        schema = reader.file_info.get("schema", RECORD_SCHEMA.encode()).decode()
+        found.update((k, (v, schema)) for k, v in read(reader))
+    for _instant, rel, _pos, block in _log_blocks(storage, piece):
+        if block.block_type == BlockType.HFILE_DATA_BLOCK:
+            schema = block.schema or RECORD_SCHEMA
+            found.update((k, (v, schema)) for k, v in read(HFileReader(block.content, source=rel)))
+        else:
+            for key in delete_block_records(block, source=rel).column("record_key").to_pylist():
+                b = key.encode("utf-8")
+                if wanted is None or b in wanted:
+                    found[b] = None
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def lookup_keys(storage: Storage, piece: MdtSlice, keys: Iterable[str]) -> Cells:
+    """The cells of ``keys`` a file group holds, found through the block indexes of its base file
+    and log blocks: only the data blocks that can hold the keys are read."""
+    rows = sorted({k.encode("utf-8") for k in keys})
+    return merge_slice(storage, piece, lambda reader: reader.get_many(rows).items(), set(rows))
+
+
+def decode_value(value: bytes, schema_json: str) -> dict:
+    """A ``HoodieMetadataRecord`` from an HFile value, in the schema it was written in."""
+    import fastavro
+
+    return fastavro.schemaless_reader(io.BytesIO(value), _parsed_schema(schema_json))  # type: ignore[return-value,call-overload]

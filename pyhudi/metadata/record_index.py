@@ -31,10 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.io.avro_schema import RECORD_KEY
-from pyhudi.io.hfile import CellColumns, HFileReader
+from pyhudi.io.hfile import CellColumns
 from pyhudi.io.keys import first_of_runs
-from pyhudi.io.log_format import BlockType, LogBlock, delete_block_records, read_blocks
-from pyhudi.metadata.files import MdtSlice, _parsed_schema
+from pyhudi.metadata.files import MdtSlice, _parsed_schema, lookup_keys, merge_slice
 from pyhudi.metadata.keys import file_group_id, file_group_indexes
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, key_columns, read_slice
@@ -164,58 +163,22 @@ def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
 
 
 # -- lookups -----------------------------------------------------------------------------------
-def _log_blocks(storage: Storage, piece: MdtSlice) -> list[tuple[str, str, int, LogBlock]]:
-    blocks = []
-    for rel, _info in piece.logs:
-        for position, block in enumerate(read_blocks(storage.read_bytes(rel), source=rel)):
-            if block.instant_time in piece.visible and block.block_type in (
-                    BlockType.HFILE_DATA_BLOCK, BlockType.DELETE_BLOCK):
-                blocks.append((block.instant_time or "", rel, position, block))
-    blocks.sort(key=lambda b: b[:3])
-    return blocks
-
-
-Located = dict[bytes, tuple[bytes, str]]  # key -> (value, the Avro schema it is written in)
-
-
-def _merge(storage: Storage, piece: MdtSlice, read: Callable[[HFileReader], Iterable[tuple[bytes, bytes]]],
-           wanted: set[bytes] | None) -> Located:
-    """A file group's slice merged: its base file's cells, then its log blocks in order (data
-    blocks replace a key's value, delete blocks drop it); ``read`` picks the cells of an HFile."""
-    found: dict[bytes, tuple[bytes, str] | None] = {}
-    if piece.base is not None:
-        reader = HFileReader(storage.read_bytes(piece.base[0]), source=piece.base[0])
-        schema = reader.file_info.get("schema", RECORD_SCHEMA.encode()).decode()
-        found.update((k, (v, schema)) for k, v in read(reader))
-    for _instant, rel, _pos, block in _log_blocks(storage, piece):
-        if block.block_type == BlockType.HFILE_DATA_BLOCK:
-            schema = block.schema or RECORD_SCHEMA
-            found.update((k, (v, schema)) for k, v in read(HFileReader(block.content, source=rel)))
-        else:
-            for key in delete_block_records(block, source=rel).column("record_key").to_pylist():
-                b = key.encode("utf-8")
-                if wanted is None or b in wanted:
-                    found[b] = None
-    return {k: v for k, v in found.items() if v is not None}
-
-
 def lookup(storage: Storage, piece: MdtSlice, keys: Iterable[str]) -> dict[str, tuple[str, str]]:
     """key -> (data partition, file id) of the keys the file group holds, through the block
     indexes of its base file and log blocks: only the data blocks that can hold the keys are read."""
-    rows = sorted({k.encode("utf-8") for k in keys})
-    found = _merge(storage, piece, lambda reader: reader.get_many(rows).items(), set(rows))
-    return {k.decode("utf-8"): location_of(v, schema) for k, (v, schema) in found.items()}
+    return {k.decode("utf-8"): location_of(v, schema) for k, (v, schema) in lookup_keys(storage, piece, keys).items()}
 
 
 def merged_locations(storage: Storage, piece: MdtSlice) -> dict[str, tuple[str, str]]:
     """Every key a file group holds, with its (data partition, file id)."""
     return {k.decode("utf-8"): location_of(v, schema)
-            for k, (v, schema) in _merge(storage, piece, lambda reader: reader.items(), None).items()}
+            for k, (v, schema) in merge_slice(storage, piece, lambda reader: reader.items(), None).items()}
 
 
 def merged_cells(storage: Storage, piece: MdtSlice) -> list[tuple[bytes, bytes]]:
     """Every live (key, value) of a file group's latest slice, sorted: what a compaction writes."""
-    return sorted((k, v) for k, (v, _schema) in _merge(storage, piece, lambda reader: reader.items(), None).items())
+    merged = merge_slice(storage, piece, lambda reader: reader.items(), None)
+    return sorted((k, v) for k, (v, _schema) in merged.items())
 
 
 # -- what a write changes ------------------------------------------------------------------------

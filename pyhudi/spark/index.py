@@ -26,6 +26,7 @@ from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
 from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.metadata.files import MdtSlice
 from pyhudi.read.merge import MergeSpec, key_columns
 from pyhudi.spark.merged import merged_keys
 from pyhudi.spark.worker import map_in_arrow
@@ -183,6 +184,17 @@ def ranges_from_metadata(table: HudiTable, files: list[BaseFile]) -> int:
     return len(found)
 
 
+def bloom_filter_slices(table: HudiTable) -> tuple[MdtSlice, ...]:
+    """The file groups of the metadata table's bloom_filters partition (empty when the table does
+    not keep it usable): the bloom checks then take each file's filter from it, not its footer."""
+    from pyhudi.metadata import bloom_filters
+    from pyhudi.metadata.table import MetadataTable, usable_partitions
+
+    if bloom_filters.PARTITION not in usable_partitions(table.config.props) or table.metadata_listing() is None:
+        return ()
+    return tuple(MetadataTable(table.storage).slices(bloom_filters.PARTITION, table.timeline))
+
+
 def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partitions: list[str] | None,
                  cfg: HudiConfig, *, global_index: bool, spec: MergeSpec | None = None) -> Lookup:
     """BLOOM / GLOBAL_BLOOM: range pruning, then per-file bloom and exact key checks in executors.
@@ -217,7 +229,10 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     pairs = map_in_arrow(keyed.select(F.col(RECORD_KEY).alias(B.KEY), F.col(PARTITION_PATH).alias(B.PARTITION)),
                          candidates, "key string, partition_path string, file_id string, path string")
     n = cfg.get(C.BLOOM_INDEX_PARALLELISM) or max(1, min(len(ranges), parallelism * 2))
-    checked = map_in_arrow(pairs.repartition(n, B.PATH), lambda it: B.check_file_candidates(it, base_uri),
+    blooms = bloom_filter_slices(table) if cfg.get(C.BLOOM_INDEX_USE_METADATA) else ()
+    if blooms:
+        stats.phases["bloom_filters_from_metadata_table"] = len(blooms)
+    checked = map_in_arrow(pairs.repartition(n, B.PATH), lambda it: B.check_file_candidates(it, base_uri, blooms),
                            B.CHECK_DDL)
     checked = checked.persist()
     existing = checked.where(~F.col("is_stat")).select(

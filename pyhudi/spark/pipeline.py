@@ -46,6 +46,7 @@ from pyhudi.spark.index import (
     HASH_BUCKET,
     IndexStats,
     Lookup,
+    bloom_filter_slices,
     bloom_lookup,
     bucket_spec,
     key_read_schema,
@@ -500,6 +501,8 @@ class Pipeline:
                                           files_in_partitions=files)
             if from_metadata is not None:
                 self.index_stats.phases["key_ranges_from_metadata_table"] = from_metadata
+            if index == BLOOM and cfg.get(C.BLOOM_INDEX_USE_METADATA) and (blooms := bloom_filter_slices(self.table)):
+                self.index_stats.phases["bloom_filters_from_metadata_table"] = len(blooms)
         key_schema = key_read_schema(self.table, self.merge_spec()) \
             if index in (SIMPLE, BLOOM) and self.is_mor else None
         avg, measured = self.record_size() if index != BUCKET_INDEX else (1, True)
@@ -514,7 +517,9 @@ class Pipeline:
             bucket=bucket_spec(cfg, self.spec) if index == BUCKET_INDEX else None, merge_spec=self.merge_spec(),
             visibility=view.visibility() if key_schema is not None else None,
             key_schema_ipc=key_schema.serialize().to_pybytes() if key_schema is not None else b"",
-            prune_by_ranges=cfg.get(C.BLOOM_PRUNE_BY_RANGES))
+            prune_by_ranges=cfg.get(C.BLOOM_PRUNE_BY_RANGES),
+            bloom_filters=bloom_filter_slices(self.table)
+            if index == BLOOM and cfg.get(C.BLOOM_INDEX_USE_METADATA) else ())
 
     def lookup(self, keyed: DataFrame, partitions: list[str] | None) -> Lookup:
         """The stored records the incoming keys may match, by the configured index."""

@@ -25,6 +25,7 @@ partition's file groups over many tasks.
 from __future__ import annotations
 
 import math
+import posixpath
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -38,7 +39,9 @@ from pyhudi.index.bloom_index import lookup_file
 from pyhudi.index.bucket import bucket_file_id_prefix, bucket_ids
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.base_file import encoded_record_size
+from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.keys import unique_keys
+from pyhudi.metadata.files import MdtSlice
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.write.columns import INDEX_ROW, IS_DELETE
@@ -117,6 +120,8 @@ class PartitionWriteJob:
     visibility: Visibility | None = None
     key_schema_ipc: bytes = b""  # columns read to merge a slice's keys (key, ordering, delete flag)
     prune_by_ranges: bool = True  # hoodie.bloom.index.prune.by.ranges
+    #: BLOOM with hoodie.bloom.index.use.metadata: the metadata table's bloom_filters file groups
+    bloom_filters: tuple[MdtSlice, ...] = ()
     #: size new files from the encoded size of a sample of the inserts instead of
     #: ``avg_record_size`` (Hudi's default guess while no commit was large enough to measure)
     measure_record_size: bool = False
@@ -162,6 +167,13 @@ def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob
     found_fids: list[pa.Array] = []
     in_range = positive = checked = positives = 0
     logged = []
+    filters: dict[str, BloomFilter] = {}
+    if job.bloom_filters:
+        from pyhudi.metadata.bloom_filters import filters_of
+
+        filters = filters_of(storage, job.bloom_filters, [
+            (layout.partition_path, posixpath.basename(p.base_file)) for p in layout.key_sources
+            if p.base_file and not p.log_files])
     for piece in layout.key_sources:
         if piece.log_files:
             logged.append(piece)
@@ -169,7 +181,8 @@ def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob
         if not piece.base_file:
             continue
         result = lookup_file(storage, piece.base_file, incoming, key_range=ranges.get(piece.file_id),
-                             prune_by_ranges=job.prune_by_ranges)
+                             prune_by_ranges=job.prune_by_ranges,
+                             bloom=filters.get(posixpath.basename(piece.base_file)))
         in_range += result.candidates > 0
         positive += result.positives > 0
         checked += result.candidates
