@@ -222,14 +222,14 @@ def test_commit_fails_if_another_writer_rolled_the_instant_back(spark, tmp_path,
     real_run = pipeline.Pipeline.run
 
     def run(self, *args, commit, **kwargs):
-        def other_writer_rolls_back(meta):
+        def other_writer_rolls_back(meta, **kw):
             table = pyhudi.HudiTable(path)
             rollback_instant(table.storage, table.timeline, table.timeline.find(self.instant))
             # a straggling task of this write writes one more file after that rollback
             late = f"p0/late-0_1-0-1_{self.instant}.parquet"
             create_marker(table.storage, self.instant, late, CREATE)
             table.storage.write_bytes(late, b"PAR1")
-            commit(meta)
+            commit(meta, **kw)
 
         return real_run(self, *args, commit=other_writer_rolls_back, **kwargs)
 
@@ -254,11 +254,11 @@ def _with_other_write_before_commit(monkeypatch, other):
     fired = []
 
     def run(self, *args, commit, **kwargs):
-        def late_commit(meta):
+        def late_commit(meta, **kw):
             if not fired:
                 fired.append(True)
                 other()
-            commit(meta)
+            commit(meta, **kw)
 
         return real_run(self, *args, commit=late_commit, **kwargs)
 

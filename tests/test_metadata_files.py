@@ -109,7 +109,7 @@ def test_converted_actions_add_up_to_the_storage_listing(spark, tmp_path, monkey
     real_run = pipeline.Pipeline.run
 
     def fail(self, *args, commit, **kwargs):
-        def boom(meta):
+        def boom(meta, **_kw):
             raise RuntimeError("killed before the commit")
 
         return real_run(self, *args, commit=boom, **kwargs)

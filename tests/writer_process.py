@@ -72,7 +72,7 @@ def hang(table: str, options: dict) -> None:
     real_run = pipeline.Pipeline.run
 
     def run(self, *args, commit, **kwargs):
-        def stall(meta):
+        def stall(meta, **_kw):
             print(self.instant, flush=True)
             time.sleep(3600)
 
