@@ -228,9 +228,10 @@ METADATA_COLUMN_STATS_ENABLE = option(
     "count, value count and sizes (from the file's footer). A write without it removes the partition.",
     parse_bool)
 METADATA_COLUMN_STATS_COLUMNS = option(
-    "hoodie.metadata.index.column.stats.column.list", "",
-    "Columns to index; pyhudi indexes every top-level column (Hudi's default when empty) and refuses "
-    "a list.", parse_str)
+    "hoodie.metadata.index.column.stats.column.list", (),
+    "Top-level columns whose statistics the column_stats partition keeps, comma-separated; empty (the "
+    "default, as in Hudi 0.14) keeps every column, the meta fields included. Filters on other columns "
+    "skip no file.", parse_fields)
 METADATA_COLUMN_STATS_FILE_GROUPS = option(
     "hoodie.metadata.index.column.stats.file.group.count", 2,
     "File groups of the column_stats partition (records spread by the hash of their key).", parse_positive_int)

@@ -366,6 +366,33 @@ def test_log_files_get_column_statistics_and_slices_are_pruned_by_all_their_file
     _agrees(spark, path)
 
 
+def test_the_column_list_limits_the_statistics_kept(spark, tmp_path):
+    """hoodie.metadata.index.column.stats.column.list: only the listed columns get statistics (base
+    and log files); filters on them skip files by those statistics, filters on others by the files'
+    footers; an unknown column is refused, naming it."""
+    from pyspark.sql import functions as F
+
+    from pyhudi.metadata import column_stats
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.index.column.stats.enable": "true", "hoodie.parquet.small.file.limit": "0",
+            "hoodie.metadata.index.column.stats.column.list": "ts",
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    for n in range(3):
+        pyhudi.write(_rows(spark, [(f"k{n}-{i}", "x", 100 * n + i) for i in range(5)]), path, opts)
+    pyhudi.write(_rows(spark, [("k0-1", "x", 500)]), path, opts)
+    table = pyhudi.HudiTable(path)
+    records = MetadataTable(table.storage).read(column_stats.PARTITION, table.timeline)
+    assert {r["ColumnStatsMetadata"]["columnName"] for _k, r in records} == {"ts"}
+    assert any(r["ColumnStatsMetadata"]["fileName"].startswith(".") for _k, r in records)  # the log file's
+    assert len(pyhudi.read(spark, path, filters=F.col("ts") == 203).inputFiles()) == 1
+    assert [r["id"] for r in pyhudi.read(spark, path, filters=F.col("id") == "k2-3").collect()] == ["k2-3"]
+    _agrees(spark, path)
+    with pytest.raises(pyhudi.HudiConfigError, match="nope"):
+        pyhudi.write(_rows(spark, [("z", "x", 1)]), path, {**opts, "hoodie.metadata.index.column.stats.column.list":
+                                                              "ts,nope"})
+
+
 def test_validate_reports_a_wrong_bloom_filter(spark, tmp_path, monkeypatch):
     from pyhudi.metadata import bloom_filters
 

@@ -107,13 +107,17 @@ def footer_records(partition: str, file_name: str, metadata: pq.FileMetaData, *,
     return out
 
 
-def table_records(partition: str, file_name: str, rows: pa.Table) -> list[tuple[str, dict]]:
+def table_records(partition: str, file_name: str, rows: pa.Table, *,
+                  columns: Iterable[str] | None = None) -> list[tuple[str, dict]]:
     """The column-stats records of the rows a log block holds, as Hudi computes them for log
-    files: every top-level primitive column, value and null counts of the rows, sizes 0."""
+    files: every top-level primitive column (or those of ``columns``), value and null counts of
+    the rows, sizes 0."""
     out = []
+    wanted = set(columns) if columns else None
     for field in rows.schema:
         kind = field.type
-        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind):
+        if pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind) or (
+                wanted is not None and field.name not in wanted):
             continue
         column = rows.column(field.name)
         bounds = pc.min_max(column)
@@ -228,13 +232,16 @@ def column_ranges(records: Iterable[tuple[str, dict]], columns: Iterable[str],
     return file_ranges(((k, r) for k, r in records if k.startswith(prefixes)), schema)
 
 
-def base_file_records(storage: Storage, paths: Iterable[str]) -> list[tuple[str, dict]]:
-    """Column-stats records of base files (paths relative to the table), from their footers."""
+def base_file_records(storage: Storage, paths: Iterable[str], *,
+                      columns: Iterable[str] | None = None) -> list[tuple[str, dict]]:
+    """Column-stats records of base files (paths relative to the table), from their footers: of
+    every column, or of ``columns`` when given (non-empty)."""
     wanted = [p for p in paths if p.endswith(".parquet")]
     metas = footers(storage, wanted)
+    chosen = list(columns) if columns else None
     out = []
     for rel in wanted:
-        out += footer_records(posixpath.dirname(rel), posixpath.basename(rel), metas[rel])
+        out += footer_records(posixpath.dirname(rel), posixpath.basename(rel), metas[rel], columns=chosen)
     return out
 
 

@@ -52,9 +52,10 @@ def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataTable | N
     return mdt if mdt.exists() else None
 
 
-def partition_records(mdt: MetadataTable, storage: Storage, action: str, content: bytes, *,
-                      source: str) -> tuple[dict[str, list[Record]], list[str]]:
-    """(records of a completed action per MDT partition the table has, data instants it rolls back)."""
+def partition_records(mdt: MetadataTable, storage: Storage, action: str, content: bytes, *, source: str,
+                      stats_columns: tuple[str, ...] = ()) -> tuple[dict[str, list[Record]], list[str]]:
+    """(records of a completed action per MDT partition the table has, data instants it rolls back);
+    ``stats_columns``: the columns whose statistics new base files get (empty: all)."""
     from pyhudi.metadata import bloom_filters, column_stats
 
     files, undo, written = action_records(action, content, source=source)
@@ -62,7 +63,7 @@ def partition_records(mdt: MetadataTable, storage: Storage, action: str, content
     have = mdt.partitions()
     if COLUMN_STATS_PARTITION in have:
         out[COLUMN_STATS_PARTITION] = (column_stats.retired_records(files, indexed_columns(storage))
-                                       + column_stats.base_file_records(storage, written))
+                                       + column_stats.base_file_records(storage, written, columns=stats_columns))
     if BLOOM_FILTERS_PARTITION in have:
         out[BLOOM_FILTERS_PARTITION] = (bloom_filters.retired_records(files)
                                         + bloom_filters.base_file_records(storage, written))
@@ -104,7 +105,7 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
                      max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False,
                      written: Mapping[str, list[WriteStat]] | None = None,
                      records: Mapping[str, list[Record]] | None = None,
-                     record_index: Builder | None = None) -> Instant:
+                     record_index: Builder | None = None, stats_columns: tuple[str, ...] = ()) -> Instant:
     """Apply a data-table action to the metadata table (if the table has one), then complete it.
 
     A restore, and a rollback finished from its plan after a crash (``rebuild``), may have undone
@@ -116,7 +117,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
 
     ``written``: the record index log files executors wrote for this instant; ``records``: more
     records executors computed for it (the statistics of the log files it wrote); ``record_index``:
-    how to build that partition when the metadata table is rebuilt (default: in this process)."""
+    how to build that partition when the metadata table is rebuilt (default: in this process);
+    ``stats_columns``: the columns whose statistics new base files get (empty: all)."""
     mdt = metadata_table_of(storage, timeline)
     if mdt is not None:
         have = mdt.partitions()
@@ -136,7 +138,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
                         storage.base_uri, ", ".join(lag[:3]))
             _set_partitions(storage, None)
         else:
-            found, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}")
+            found, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}",
+                                            stats_columns=stats_columns)
             for partition, extra in (records or {}).items():
                 if partition in found:
                     found[partition] = found[partition] + list(extra)
@@ -161,9 +164,10 @@ def _set_partitions(storage: Storage, value: str | None) -> None:
     store_table_config(storage, props)
 
 
-def initial_records(storage: Storage, timeline: Timeline,
-                    groups: Mapping[str, int]) -> dict[str, tuple[int, list[Record]]]:
-    """The first records of each MDT partition (name -> file-group count), from storage."""
+def initial_records(storage: Storage, timeline: Timeline, groups: Mapping[str, int], *,
+                    stats_columns: tuple[str, ...] = ()) -> dict[str, tuple[int, list[Record]]]:
+    """The first records of each MDT partition (name -> file-group count), from storage;
+    ``stats_columns``: the columns whose statistics are kept (empty: all)."""
     files = committed_files(storage, timeline)
     out: dict[str, tuple[int, list[Record]]] = {}
     records = [partitions_record(sorted(p or "." for p in files))]
@@ -172,10 +176,12 @@ def initial_records(storage: Storage, timeline: Timeline,
     from pyhudi.metadata import bloom_filters, column_stats
 
     bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
-    for partition, module in ((COLUMN_STATS_PARTITION, column_stats),
-                              (BLOOM_FILTERS_PARTITION, bloom_filters)):  # the record index has a builder
-        if partition in groups:
-            out[partition] = (groups[partition], module.base_file_records(storage, bases))
+    if COLUMN_STATS_PARTITION in groups:
+        out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION],
+                                       column_stats.base_file_records(storage, bases, columns=stats_columns))
+    if BLOOM_FILTERS_PARTITION in groups:  # the record index has a builder
+        out[BLOOM_FILTERS_PARTITION] = (groups[BLOOM_FILTERS_PARTITION],
+                                        bloom_filters.base_file_records(storage, bases))
     return out
 
 
@@ -192,7 +198,8 @@ def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str,
 
 
 def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0,
-                           bloom_filter_groups: int = 0, record_index: Builder | None = None) -> None:
+                           bloom_filter_groups: int = 0, record_index: Builder | None = None,
+                           stats_columns: tuple[str, ...] = ()) -> None:
     """At the start of a write, under the table lock: build the metadata table from storage when it
     is enabled and missing, stale (a writer that did not keep it wrote since) or has other
     partitions than asked for (``column_stats_groups`` > 0: a ``column_stats`` partition of that
@@ -240,7 +247,8 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
                     other, table.path)
     if declared:
         _set_partitions(table.storage, None)
-    mdt.initialize(timeline, table.config.props, initial_records(table.storage, timeline, wanted),
+    mdt.initialize(timeline, table.config.props,
+                   initial_records(table.storage, timeline, wanted, stats_columns=stats_columns),
                    built={RECORD_INDEX_PARTITION: record_index} if record_index is not None else None)
     _set_partitions(table.storage, ",".join(sorted(wanted)))
     table.reload()

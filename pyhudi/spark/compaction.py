@@ -112,7 +112,8 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
             raise HudiCompactionError(f"compaction {instant_time} was completed or undone by another process "
                                       "while it ran; its files are left to the cleaner")
         complete_instant(table.storage, timeline, instant_time, COMMIT, meta.to_json().encode("utf-8"),
-                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS))
+                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS),
+                         stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
     delete_markers(table.storage, instant_time)
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
     return meta

@@ -194,9 +194,6 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if cfg.get(C.INDEX_TYPE) == "RECORD_INDEX" and not cfg.get(C.METADATA_ENABLE):
         log.warning("hoodie.index.type=RECORD_INDEX needs the metadata table (hoodie.metadata.enable=true); "
                     "looking records up with GLOBAL_SIMPLE instead")
-    if cfg.get(C.METADATA_COLUMN_STATS_COLUMNS):
-        raise HudiUnsupportedError("hoodie.metadata.index.column.stats.column.list is not supported: pyhudi indexes "
-                                   "every top-level column (Hudi's default); leave it unset")
     if cfg.get(C.DROP_PARTITION_COLUMNS):
         raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
     if cfg.get(C.ARCHIVE_AUTOMATIC):
@@ -223,6 +220,10 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
             None if overwrite else current, incoming_arrow,
             fill_missing=cfg.get(C.SET_NULL_FOR_MISSING_COLUMNS) or cfg.get(C.RECONCILE_SCHEMA),
             drop_missing=cfg.get(C.ALLOW_COLUMN_DROP))
+    unknown = [c for c in cfg.get(C.METADATA_COLUMN_STATS_COLUMNS) if c not in target.names and c not in META_FIELDS]
+    if unknown:
+        raise HudiConfigError(f"hoodie.metadata.index.column.stats.column.list names {', '.join(unknown)}, which the "
+                              f"table does not have (its columns: {', '.join(target.names)})")
     table_name = cfg.get(C.TABLE_NAME) if table is None else table.name
     schema_json = table_avro_schema(target, table_name)
 

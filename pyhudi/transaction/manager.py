@@ -132,7 +132,8 @@ class WriteTransaction:
                 column_stats_groups=cfg.get(C.METADATA_COLUMN_STATS_FILE_GROUPS)
                 if cfg.get(C.METADATA_COLUMN_STATS_ENABLE) else 0,
                 bloom_filter_groups=cfg.get(C.METADATA_BLOOM_FILTER_FILE_GROUPS)
-                if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0, record_index=record_index)
+                if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0, record_index=record_index,
+                stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
@@ -189,7 +190,7 @@ class WriteTransaction:
                 meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
             complete_instant(self.table.storage, timeline, self.instant, self.action, meta.to_json().encode("utf-8"),
                              max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), written=written,
-                             records=records)
+                             records=records, stats_columns=tuple(self.cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
             self.finished = True
         self._stop_heartbeat()
 

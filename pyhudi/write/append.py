@@ -113,5 +113,6 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     if ctx.log_column_stats and live.num_rows:
         from pyhudi.metadata import column_stats
 
-        stats["column_stats"] = column_stats.encode(column_stats.table_records(bucket.partition_path, name, records))
+        stats["column_stats"] = column_stats.encode(column_stats.table_records(
+            bucket.partition_path, name, records, columns=ctx.stats_columns or None))
     return stats

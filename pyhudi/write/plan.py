@@ -88,6 +88,7 @@ class WriteContext:
     # merge-on-read: return the column statistics of the records each log block holds (the
     # metadata table's column_stats partition keeps them for log files too)
     log_column_stats: bool = False
+    stats_columns: tuple[str, ...] = ()  # hoodie.metadata.index.column.stats.column.list (empty: all)
 
 
 @dataclass
