@@ -129,3 +129,15 @@ def test_the_statistics_of_some_columns_are_looked_up_by_key_prefix(v9_table):
     assert some == [(k, r) for k, r in everything if k.startswith(wanted)]
     assert {r["ColumnStatsMetadata"]["columnName"] for _k, r in some} == {"txn_id", "amount"}
     assert wanted == tuple(sorted({column_id("txn_id"), column_id("amount")}))
+
+
+def test_decimal_bounds_cut_to_15_places_still_hold_every_value():
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from pyhudi.metadata.column_stats import _wrap
+
+    kind = pa.decimal128(20, 18)
+    assert _wrap(Decimal("1.000000000000000600"), kind)[1]["value"] == Decimal("1.000000000000000")
+    assert _wrap(Decimal("1.000000000000000400"), kind, upper=True)[1]["value"] == Decimal("1.000000000000001")

@@ -366,6 +366,22 @@ def test_log_files_get_column_statistics_and_slices_are_pruned_by_all_their_file
     _agrees(spark, path)
 
 
+def test_a_log_file_older_than_its_statistics_is_never_pruned_by_them(spark, tmp_path):
+    """A log file written before column statistics were kept, then appended to: the new block's
+    statistics alone would rule out the older block's rows, so the file counts as unindexed."""
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.index.type": "BLOOM"}
+    pyhudi.write(_rows(spark, [(f"k{i}", "x", i) for i in range(10)]), path, opts)
+    pyhudi.write(_rows(spark, [("k1", "x", 100)]), path, opts)  # a log file, no statistics kept yet
+    stats = {**opts, "hoodie.metadata.index.column.stats.enable": "true"}
+    pyhudi.write(_rows(spark, [("k2", "x", 50)]), path, stats)  # rebuilds the metadata table, appends to the log
+    assert [r["id"] for r in pyhudi.read(spark, path, filters=F.col("ts") == 100).collect()] == ["k1"]
+    assert [r["id"] for r in pyhudi.read(spark, path, filters=F.col("ts") == 50).collect()] == ["k2"]
+    _agrees(spark, path)
+
+
 def test_the_column_list_limits_the_statistics_kept(spark, tmp_path):
     """hoodie.metadata.index.column.stats.column.list: only the listed columns get statistics (base
     and log files); filters on them skip files by those statistics, filters on others by the files'

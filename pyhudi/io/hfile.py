@@ -420,8 +420,10 @@ def _column_cells(cells: CellColumns) -> tuple[np.ndarray, np.ndarray]:
     """(every cell's bytes back to back, the offset of each cell and of the end): per cell the key
     and value lengths, the key of :func:`cell_key`, the value and a zero memstore timestamp, joined
     by pyarrow in one pass."""
-    rows, values = cells.rows.cast(pa.binary()), cells.values.cast(pa.binary())
+    rows, values = cells.rows.cast(pa.large_binary()), cells.values.cast(pa.large_binary())
     r = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(r) and int(r.max()) > 0xFFFF:
+        raise ValueError(f"an HFile row is at most 65535 bytes; one has {int(r.max())}")
     v = pc.binary_length(values).to_numpy(zero_copy_only=False).astype(np.int64)
     header = np.zeros((len(r), 10), dtype=np.uint8)
     header[:, 0:4] = (r + 12).astype(">i4").view(np.uint8).reshape(-1, 4)
@@ -429,8 +431,9 @@ def _column_cells(cells: CellColumns) -> tuple[np.ndarray, np.ndarray]:
     header[:, 8:10] = r.astype(">u2").view(np.uint8).reshape(-1, 2)
     headers = pa.FixedSizeBinaryArray.from_buffers(pa.binary(10), len(r), [None, pa.py_buffer(header.tobytes())])
     tail = b"\x00" + struct.pack(">QB", LATEST_TIMESTAMP, KEY_TYPE_PUT)
-    joined = pc.binary_join_element_wise(headers.cast(pa.binary()), rows, pa.scalar(tail), values,
-                                         pa.scalar(b"\x00"), pa.scalar(b"")).cast(pa.large_binary())
+    big = pa.large_binary()
+    joined = pc.binary_join_element_wise(headers.cast(big), rows, pa.scalar(tail, big), values,
+                                         pa.scalar(b"\x00", big), pa.scalar(b"", big))
     offsets, data = _binary_parts(joined)
     return data[offsets[0]:offsets[-1]], offsets - offsets[0]
 

@@ -21,7 +21,7 @@ import datetime as dt
 import pickle
 import posixpath
 from collections.abc import Iterable
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -44,8 +44,10 @@ _TS_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 DECIMAL_SCALE = 15
 
 
-def _wrap(value: Any, kind: pa.DataType) -> tuple[str, dict] | None:
-    """``value`` (as a parquet footer gives it) in the wrapper Hudi 0.14 writes for ``kind``."""
+def _wrap(value: Any, kind: pa.DataType, *, upper: bool = False) -> tuple[str, dict] | None:
+    """``value`` (as a parquet footer gives it) in the wrapper Hudi 0.14 writes for ``kind``; a
+    decimal with more than 15 places is cut toward the outside of the range (``upper``: a
+    maximum, rounded up), so the bound still holds every value."""
     if value is None:
         return None
     raw: Any
@@ -64,7 +66,8 @@ def _wrap(value: Any, kind: pa.DataType) -> tuple[str, dict] | None:
         micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
         name, raw = "LongWrapper", micros * _TS_UNITS[kind.unit] // 1_000_000
     elif pa.types.is_decimal(kind):
-        name, raw = "DecimalWrapper", Decimal(value).quantize(Decimal(1).scaleb(-DECIMAL_SCALE))
+        name, raw = "DecimalWrapper", Decimal(value).quantize(Decimal(1).scaleb(-DECIMAL_SCALE),
+                                                              rounding=ROUND_CEILING if upper else ROUND_FLOOR)
     elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
         name, raw = "StringWrapper", str(value)
     elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind):
@@ -100,7 +103,7 @@ def footer_records(partition: str, file_name: str, metadata: pq.FileMetaData, *,
                 lo = stats.min if lo is None else min(lo, stats.min)
                 hi = stats.max if hi is None else max(hi, stats.max)
         record = {"fileName": file_name, "columnName": path, "minValue": _wrap(lo, kind),
-                  "maxValue": _wrap(hi, kind), "valueCount": metadata.num_rows, "nullCount": nulls,
+                  "maxValue": _wrap(hi, kind, upper=True), "valueCount": metadata.num_rows, "nullCount": nulls,
                   "totalSize": size, "totalUncompressedSize": raw_size, "isDeleted": False}
         key = column_stats_key(path, partition, file_name)
         out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": record}))
@@ -122,11 +125,30 @@ def table_records(partition: str, file_name: str, rows: pa.Table, *,
         column = rows.column(field.name)
         bounds = pc.min_max(column)
         record = {"fileName": file_name, "columnName": field.name,
-                  "minValue": _wrap(bounds["min"].as_py(), kind), "maxValue": _wrap(bounds["max"].as_py(), kind),
+                  "minValue": _wrap(bounds["min"].as_py(), kind),
+                  "maxValue": _wrap(bounds["max"].as_py(), kind, upper=True),
                   "valueCount": rows.num_rows, "nullCount": column.null_count, "totalSize": 0,
                   "totalUncompressedSize": 0, "isDeleted": False}
         key = column_stats_key(field.name, partition, file_name)
         out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": record}))
+    return out
+
+
+def appended_records(records: list[tuple[str, dict]], recorded: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """The statistics of blocks appended to an existing log file, kept for the (file, column)
+    pairs whose earlier blocks the metadata table describes (``recorded``, its records of those
+    keys), merged with them; the other pairs get a deletion record instead, so the file counts
+    as unindexed there (statistics of the new blocks alone would rule out rows the older blocks
+    hold: a log file written before column statistics were kept, or a column added since)."""
+    live = {k for k, r in merged(recorded) if not r["ColumnStatsMetadata"].get("isDeleted")
+            and r["ColumnStatsMetadata"].get("valueCount") is not None}
+    out = []
+    for key, record in records:
+        if key in live:
+            out.append((key, record))
+        else:
+            stats = record["ColumnStatsMetadata"]
+            out += deleted_records_of(key, stats["fileName"], stats["columnName"])
     return out
 
 
@@ -141,13 +163,14 @@ def decode(text: str) -> list[tuple[str, dict]]:
 
 def deleted_records(partition: str, file_name: str, columns: Iterable[str]) -> list[tuple[str, dict]]:
     """Records retiring the statistics of a deleted file (a clean, a rollback)."""
-    out = []
-    for column in columns:
-        key = column_stats_key(column, partition, file_name)
-        out.append((key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": {
-            "fileName": file_name, "columnName": column, "minValue": None, "maxValue": None, "valueCount": None,
-            "nullCount": None, "totalSize": None, "totalUncompressedSize": None, "isDeleted": True}}))
-    return out
+    return [r for column in columns
+            for r in deleted_records_of(column_stats_key(column, partition, file_name), file_name, column)]
+
+
+def deleted_records_of(key: str, file_name: str, column: str) -> list[tuple[str, dict]]:
+    return [(key, {"key": key, "type": TYPE_COLUMN_STATS, "ColumnStatsMetadata": {
+        "fileName": file_name, "columnName": column, "minValue": None, "maxValue": None, "valueCount": None,
+        "nullCount": None, "totalSize": None, "totalUncompressedSize": None, "isDeleted": True}})]
 
 
 def unwrap(wrapped: Any, kind: pa.DataType | None) -> Any:

@@ -96,7 +96,7 @@ def encode_file_id(file_id: str) -> dict:
             u = uuid.UUID(text)
         except ValueError:
             continue
-        if str(u) != text.lower():
+        if str(u) != text:  # only the canonical spelling decodes back to the same file id
             continue
         hi, lo = (u.int >> 64), u.int & ((1 << 64) - 1)
         return {"fileIdHighBits": hi - (1 << 64) if hi >= 1 << 63 else hi,
@@ -153,7 +153,10 @@ def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
     :data:`LOCATION_FILE`), sorted by key; a value is encoded once per file."""
     if locations.num_rows == 0:
         return CellColumns(pa.array([], pa.binary()), pa.array([], pa.binary()))
-    ordered = locations.take(pc.sort_indices(locations.column(KEY)))
+    ordered = locations.take(pc.sort_indices(locations, sort_keys=[(KEY, "ascending"),
+                                                                   (LOCATION_PARTITION, "ascending")]))
+    # a key that several partitions hold (a table without a global index) is recorded once
+    ordered = ordered.filter(pa.array(first_of_runs(ordered.column(KEY).combine_chunks())))
     pairs = pc.binary_join_element_wise(ordered.column(LOCATION_PARTITION).cast(pa.string()), "\x00",
                                         ordered.column(LOCATION_FILE).cast(pa.string()), "")
     encoded = pc.dictionary_encode(pairs).combine_chunks()

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from pyhudi.errors import HudiCorruptFileError
+from pyhudi.errors import HudiCommitError, HudiCorruptFileError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, slice_key
 from pyhudi.io.hfile import CellColumns, as_columns, write_hfile
 from pyhudi.io.log_format import delete_block, hfile_data_block
@@ -309,11 +309,17 @@ class MetadataTable:
     def _adopt(self, instant: str, stat: WriteStat, base: str) -> WriteStat:
         """A log file an executor wrote for this delta commit, in its group's current slice: a
         compaction since then (another writer's delta commit, or this one's) started a new slice,
-        and readers ignore log files of older slices, so it moves (its blocks stay valid)."""
+        and readers ignore log files of older slices, so it moves (its blocks stay valid). A
+        partition rebuilt since (its file groups made anew, their count perhaps too) or a file
+        cleaned away fails the commit, which the write then rolls back."""
         group = stat.fileId
         current = self.current_base(stat.partitionPath, group) or base
         if stat.prevCommit == current:
             return stat
+        if current.endswith(INIT_SUFFIX) or not self.storage.exists(stat.path):
+            raise HudiCommitError(
+                f"the {stat.partitionPath} partition of the metadata table of {self.data_storage.base_uri} was rebuilt "
+                f"or cleaned while write {instant} ran (its file {stat.path} no longer fits it); run the write again")
         rel, version = self._next_log(stat.partitionPath, group, current)
         create_marker(self.storage, instant, rel, APPEND)
         self.storage.create_new(rel, self.storage.read_bytes(stat.path))

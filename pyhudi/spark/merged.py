@@ -63,9 +63,9 @@ def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead],
 def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
                 out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
     """The merged records of ``slices`` as a DataFrame of ``out_schema``."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyhudi.spark.compat import arrow_schema
 
-    target = to_arrow_schema(out_schema)
+    target = arrow_schema(out_schema)
     return _merge_slices(spark, base_uri, slices, file_schema, spec, visibility, target, out_schema,
                          lambda _piece, merged: align(merged, target))
 
@@ -165,9 +165,11 @@ def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], bas
     stores them on the executors, and the second part reads them back instead of decoding the
     logs again. Spark frees the blocks with the DataFrame.
     """
-    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    target = to_arrow_schema(out_schema)
+    from pyhudi.spark.compat import arrow_schema
+
+    target = arrow_schema(out_schema)
     out = log_side_schema(target, spec)
     schema_ipc = file_schema.serialize().to_pybytes()
     pieces = list(zip(slices, base_sizes))

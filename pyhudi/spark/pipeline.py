@@ -37,7 +37,7 @@ from pyhudi.io.avro_schema import (
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.metadata import column_stats
-from pyhudi.metadata.table import RECORD_INDEX_PARTITION
+from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import pending_file_groups
 from pyhudi.spark.index import (
@@ -271,8 +271,7 @@ class Pipeline:
                     data.sparkSession, table, self.instant, rows, replaced, self.merge_spec(),
                     storage_schema(self.target_schema))}
                 started = self._phase("record_index", started)
-            log_stats = [r for row in rows if row.get("column_stats")
-                         for r in column_stats.decode(row["column_stats"])]
+            log_stats = self.log_statistics(rows)
             commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None)
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)
@@ -284,6 +283,22 @@ class Pipeline:
         finally:
             for df in self._cached:
                 df.unpersist()
+
+    def log_statistics(self, rows: list[dict]) -> list[tuple[str, dict]]:
+        """The column statistics the append handles computed for the log files they wrote. Blocks
+        appended to an existing log file are kept only where the metadata table describes the
+        file's earlier blocks (:func:`pyhudi.metadata.column_stats.appended_records`)."""
+        fresh: list[tuple[str, dict]] = []
+        appended: list[tuple[str, dict]] = []
+        for row in rows:
+            if row.get("column_stats"):
+                (appended if (row.get("log_offset") or 0) > 0 else fresh).extend(
+                    column_stats.decode(row["column_stats"]))
+        if appended:
+            recorded = MetadataTable(self.table.storage).read(column_stats.PARTITION, self.table.timeline,
+                                                              key_prefixes=tuple(sorted({k for k, _r in appended})))
+            fresh += column_stats.appended_records(appended, recorded)
+        return fresh
 
     def _inflight(self, profile: dict[str, PartitionProfile], operation: str, action: str) -> None:
         stats = {p: [WriteStat(fileId="", path="", partitionPath=p, numInserts=prof.inserts)] +

@@ -68,8 +68,8 @@ def sizing(cfg: HudiConfig) -> R.Sizing:
 
 def index_slices(table: HudiTable) -> list[MdtSlice] | None:
     """The record index file groups' latest slices, or None when the table has no usable one."""
-    if R.PARTITION not in usable_partitions(table.config.props):
-        return None
+    if R.PARTITION not in usable_partitions(table.config.props) or table.metadata_listing() is None:
+        return None  # not kept, or behind the timeline
     mdt = MetadataTable(table.storage)
     if not mdt.exists():
         return None

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
@@ -38,6 +37,7 @@ from pyhudi.errors import (
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
 from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
 from pyhudi.read.merge import MergeSpec
+from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.pipeline import Pipeline
@@ -203,13 +203,16 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     populate = cfg.get(C.POPULATE_META_FIELDS)
     if not populate and operation in ("upsert", "delete") and not overwrite:
         raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
+    if not populate and keeps_record_index(cfg):
+        raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
+                              "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
     spec = resolve_keygen(cfg)
 
     data = df.drop(*[c for c in df.columns if c in META_FIELDS])
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
     ordering = _ordering_field(cfg, data, operation, table)
-    incoming_arrow = to_arrow_schema(data.schema)
+    incoming_arrow = arrow_schema(data.schema)
     current = table.arrow_schema() if table is not None else None
     if operation == "delete" and not overwrite:
         if current is None:
