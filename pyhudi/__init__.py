@@ -134,6 +134,14 @@ def restore(path: str, savepoint: str, *, options: dict[str, Any] | None = None)
     return _restore(HudiTable(path), savepoint, cfg=HudiConfig.of(options))
 
 
+def register(spark: SparkSession) -> None:
+    """Make ``spark.read.format("hudi").load(path)`` read Hudi tables through pyhudi (PySpark 4.0+;
+    :mod:`pyhudi.spark.datasource`)."""
+    from pyhudi.spark.datasource import register as _register
+
+    _register(spark)
+
+
 def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] | None = None) -> str:
     """Roll back the latest completed commit (``instant``, if given, must be it; refused while a write runs)."""
     from pyhudi.config import HudiConfig
@@ -148,5 +156,5 @@ __all__ = [
     "HudiLockError", "HudiWriteConflictError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
     "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError", "HudiUnsupportedError", "WriteResult",
     "archive", "clean", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
-    "rollback", "schedule_compaction", "spark_session", "write",
+    "register", "rollback", "schedule_compaction", "spark_session", "write",
 ]

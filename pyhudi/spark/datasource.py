@@ -1,0 +1,183 @@
+"""``spark.read.format("hudi")``: pyhudi's queries through Spark's Python data source API.
+
+PySpark 4 lets a Python class be a Spark data source. :func:`register` adds ``hudi`` to a session;
+then ``spark.read.format("hudi").options(**hudi_read_options).load(path)`` plans the query with
+pyhudi (snapshot, ``read_optimized``, ``incremental`` with ``hoodie.datasource.read.begin/end.instanttime``,
+time travel with ``as.of.instant``) and reads it split by file slice: each Spark task merges one
+slice (base file and log blocks) with pyarrow and hands Spark Arrow batches. Filters Spark pushes
+(PySpark 4.1+) prune partitions by their paths and files by their statistics before any file is
+opened; Spark still applies every filter to the rows.
+
+:func:`pyhudi.read` stays the fast path: it reads base files with Spark's native parquet reader,
+where this source reads every file in Python (see BENCHMARKS.md for the difference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError
+from pyhudi.read import skipping as S
+from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.spark.compat import arrow_schema
+from pyhudi.storage import Storage
+
+NAME = "hudi"
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``spark.read.format("hudi")`` read Hudi tables through pyhudi (PySpark 4.0+)."""
+    if not hasattr(spark, "dataSource"):
+        raise HudiConfigError("spark.read.format('hudi') needs PySpark 4.0 or later (Spark's Python data source "
+                              "API); on this PySpark use pyhudi.read(spark, path, options)")
+    # Spark 4.1+ passes filters to Python sources only with this on (and refuses a source that
+    # takes them while it is off)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(HudiDataSource)
+
+
+class HudiDataSource(DataSource):
+    """A Hudi table as a Spark data source (the ``path`` option or ``load(path)`` names it)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def _path(self) -> str:
+        path = self.options.get("path")
+        if not path:
+            raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)")
+        return str(path)
+
+    def schema(self) -> StructType:
+        from pyhudi.spark.reader import spark_type
+        from pyhudi.table.table import HudiTable
+
+        schema = HudiTable(self._path()).arrow_schema()
+        if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
+            from pyspark.sql.types import StringType, StructField
+
+            from pyhudi.io.avro_schema import META_FIELDS
+
+            return StructType([StructField(n, StringType()) for n in META_FIELDS])
+        converted = spark_type(pa.struct(list(schema)))
+        if isinstance(converted, StructType):
+            return converted
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        return from_arrow_schema(schema)  # types pyhudi does not map itself (timestamps, ...)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return HudiReader(self._path(), dict(self.options), schema)
+
+
+class HudiReader(DataSourceReader):
+    """Plans the query on the driver (one partition per file slice) and merges slices in tasks."""
+
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.path = path
+        self.options = options
+        self.schema_json = schema.json()
+        self.predicates: list[S.Predicate] = []
+
+    def pushFilters(self, filters: list[Any]) -> Any:  # noqa: N802 (Spark's name)
+        """Keep the filters pyhudi can prune with; Spark still evaluates all of them."""
+        for f in filters:
+            pred = _predicate(f)
+            if pred is not None:
+                self.predicates.append(pred)
+        return filters
+
+    def partitions(self) -> Sequence[InputPartition]:
+        import json
+
+        from pyhudi.spark.reader import _pruned_partitions, plan_query
+        from pyhudi.table.table import HudiTable
+
+        table = HudiTable(self.path)
+        cfg = HudiConfig.of(self.options)
+        pred = _all(self.predicates)
+        partitions = None
+        if pred is not None:
+            partitions = _pruned_partitions(table, pred, StructType.fromJson(json.loads(self.schema_json)))
+        files = plan_query(table, cfg, partitions=partitions)
+        slices = list(files.slices)
+        if pred is not None and S.columns_of(pred) and cfg.get(C.DATA_SKIPPING):
+            file_schema = table.arrow_schema()
+            recorded = table.metadata_column_ranges(S.columns_of(pred), file_schema) if file_schema else None
+            plain = [s.base_file.path for s in slices if s.base_file is not None and not (files.merged and s.log_files)]
+            kept = set(S.skip_files(table.storage, pred, plain, known=recorded))
+            slices = [s for s in slices if (files.merged and s.log_files) or s.base_file is None
+                      or s.base_file.path in kept]
+        file_schema = table.arrow_schema()
+        if file_schema is None:
+            return [InputPartition(None)]
+        spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
+        shared = (table.storage.base_uri, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
+                  files.view.visibility(), files.commit_filter, self.schema_json)
+        pieces = [SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
+                              tuple(lf.path for lf in s.log_files) if files.merged else ()) for s in slices]
+        return [InputPartition((piece, *shared)) for piece in pieces] or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:  # an empty query still needs one partition
+            return
+        piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json = partition.value
+        yield from read_partition(piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json)
+
+
+def read_partition(piece: SliceToRead, base_uri: str, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,
+                   commit_filter: tuple[str, str] | None, schema_json: str) -> Iterator[pa.RecordBatch]:
+    """One file slice merged, in the query's columns, as Arrow batches."""
+    import json
+
+    import pyarrow.compute as pc
+
+    from pyhudi.io.base_file import align
+
+    file_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+    rows, _counts, _scan = read_slice(Storage(base_uri), piece, file_schema, spec, visibility)
+    if commit_filter is not None:
+        begin, end = commit_filter
+        times = rows.column("_hoodie_commit_time")
+        rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))
+    target = arrow_schema(StructType.fromJson(json.loads(schema_json)))
+    yield from align(rows, target).to_batches()
+
+
+def _all(preds: list[S.Predicate]) -> S.Predicate | None:
+    if not preds:
+        return None
+    return preds[0] if len(preds) == 1 else S.And(tuple(preds))
+
+
+def _predicate(f: Any) -> S.Predicate | None:
+    """A pushed Spark filter as a pyhudi predicate (None for filters pyhudi does not prune with)."""
+    from pyspark.sql import datasource as D
+
+    column = getattr(f, "attribute", None)
+    if column is None or len(column) != 1:
+        return None
+    name = column[0]
+    compare = {D.EqualTo: "=", D.GreaterThan: ">", D.GreaterThanOrEqual: ">=", D.LessThan: "<",
+               D.LessThanOrEqual: "<="}
+    for kind, op in compare.items():
+        if type(f) is kind:
+            return S.Compare(name, op, f.value)
+    if isinstance(f, D.In):
+        return S.In(name, tuple(f.value))
+    if isinstance(f, D.IsNull):
+        return S.IsNull(name)
+    if isinstance(f, D.IsNotNull):
+        return S.IsNotNull(name)
+    if isinstance(f, D.StringStartsWith):
+        return S.StartsWith(name, f.value)
+    return None
