@@ -44,20 +44,18 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload  # noqa: E402  (a sibling module of this script)
+from timing import median_ms  # noqa: E402
 
 import pyhudi  # noqa: E402
 
 POINT_DAY = 4  # the point lookup and the filtered count look at day 5 of the load
-REPEATS = 5
 
 
 @dataclass
@@ -77,14 +75,6 @@ class Result:
         return statistics.median(self.upserts) if self.upserts else float("nan")
 
 
-def median_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
-    fn()  # warm-up: the first run compiles Spark's code
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
 
 
 def dir_bytes(path: Path) -> int:

@@ -30,6 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from timing import median_ms as _median_ms  # noqa: E402
 from workload import daily_batch, pandas_frame, rows  # noqa: E402
 
 import pyhudi  # noqa: E402
@@ -42,13 +43,9 @@ REPEATS = 7
 
 
 def median_ms(fn: Callable[[], Any], repeats: int = REPEATS) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return _median_ms(fn, repeats)
+
+
 
 
 def options(**extra: str) -> dict[str, str]:

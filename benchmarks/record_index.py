@@ -30,13 +30,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from timing import median_ms  # noqa: E402
 from workload import START, daily_batch, day_name, pandas_frame, rows  # noqa: E402
 
 import pyhudi  # noqa: E402
 
 DRONES = 200
 INDEXES = ("RECORD_INDEX", "GLOBAL_BLOOM", "GLOBAL_SIMPLE")
-REPEATS = 5
 
 
 def options(**extra: str) -> dict[str, str]:
@@ -90,14 +90,6 @@ def upserts(spark: Any, work: Path, days: int, count: int) -> dict[str, float]:
     return medians
 
 
-def median_ms(fn: Any) -> float:
-    fn()
-    times = []
-    for _ in range(REPEATS):
-        started = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def skipping(spark: Any, work: Path, days: int) -> None:

@@ -47,6 +47,7 @@ from pyhudi.table.fs_view import FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.metadata import WriteStat
 from pyhudi.write.columns import FILE_ID
+from pyhudi.write.handles import collect_batches
 
 log = logging.getLogger("pyhudi")
 
@@ -112,10 +113,9 @@ def _per_group(located: DataFrame, count: int, base_uri: str,
     each group's rows (without the group column) handed to ``write``, which writes its file; the
     files' stats."""
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
+        rows = collect_batches(batches)
+        if rows is None:
             return
-        rows = pa.Table.from_batches(parts)
         groups = rows.column(R.GROUP).to_numpy()
         mdt = MetadataTable(Storage(base_uri))
         stats = [write(mdt, group, rows.filter(pa.array(groups == group)).drop_columns([R.GROUP]))
@@ -153,10 +153,9 @@ def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
     names = [EXISTING_RK, EXISTING_PP, FILE_ID, "found", "duplicates"]
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        parts = [b for b in batches if b.num_rows]
-        if not parts:
+        rows = collect_batches(batches)
+        if rows is None:
             return
-        rows = pa.Table.from_batches(parts)
         groups = rows.column(R.GROUP).to_numpy()
         found: dict[str, tuple[str, str]] = {}
         repeated = 0
