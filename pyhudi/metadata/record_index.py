@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.hfile import CellColumns
 from pyhudi.io.keys import first_of_runs
-from pyhudi.metadata.files import MdtSlice, _parsed_schema, lookup_keys, merge_slice
+from pyhudi.metadata.files import MdtSlice, _parsed_schema, decode_value, lookup_keys, merge_slice
 from pyhudi.metadata.keys import file_group_id, file_group_indexes
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, key_columns, read_slice
@@ -133,19 +133,13 @@ def location_value(partition: str, file_id: str, instant_ms: int) -> bytes:
 @lru_cache(maxsize=65536)
 def location_of(value: bytes, schema_json: str = RECORD_SCHEMA) -> tuple[str, str]:
     """(data partition, file id) of a record index value."""
-    import fastavro
-
-    record: dict = fastavro.schemaless_reader(io.BytesIO(value), _parsed_schema(schema_json))  # type: ignore[assignment,call-overload]
-    info = record.get("recordIndexMetadata") or {}
+    info = decode_value(value, schema_json).get("recordIndexMetadata") or {}
     return str(info.get("partitionName") or ""), decode_file_id(info)
 
 
 def entry(value: bytes) -> dict:
     """The whole ``HoodieRecordIndexInfo`` of a value (validation, tests)."""
-    import fastavro
-
-    record: dict = fastavro.schemaless_reader(io.BytesIO(value), _parsed_schema(RECORD_SCHEMA))  # type: ignore[assignment,call-overload]
-    return dict(record.get("recordIndexMetadata") or {})
+    return dict(decode_value(value, RECORD_SCHEMA).get("recordIndexMetadata") or {})
 
 
 def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
@@ -225,17 +219,17 @@ def changed_locations(storage: Storage, change: KeyChange, key_schema: pa.Schema
         scan = scan_logs(storage, change.new_logs, key_schema, Visibility(frozenset({change.instant})))
         located += [_keys(t) for _pos, t in scan.data]
         deleted += [t.column("record_key").combine_chunks().cast(pa.string()) for _pos, t in scan.deletes]
-    parts = []
-    for arrays, is_delete in ((located, False), (deleted, True)):
-        for keys in arrays:
-            n = len(keys)
-            if n:
-                parts.append(pa.table({
-                    KEY: keys, LOCATION_PARTITION: pa.repeat(pa.scalar(change.partition_path), n),
-                    LOCATION_FILE: pa.repeat(pa.scalar(change.file_id), n),
-                    DELETE: pa.repeat(pa.scalar(is_delete), n),
-                    RANK: pa.repeat(pa.scalar(RANK_DELETE if is_delete else RANK_LOCATE, pa.int8()), n)}))
+    parts = [_at(keys, change.partition_path, change.file_id, deleted=is_delete)
+             for arrays, is_delete in ((located, False), (deleted, True)) for keys in arrays if len(keys)]
     return pa.concat_tables(parts) if parts else empty_locations()
+
+
+def _at(keys: pa.Array, partition: str, file_id: str, *, deleted: bool) -> pa.Table:
+    """``keys`` as changes of one file group: located there, or deleted from it."""
+    n = len(keys)
+    return pa.table({KEY: keys, LOCATION_PARTITION: pa.repeat(pa.scalar(partition), n),
+                     LOCATION_FILE: pa.repeat(pa.scalar(file_id), n), DELETE: pa.repeat(pa.scalar(deleted), n),
+                     RANK: pa.repeat(pa.scalar(RANK_DELETE if deleted else RANK_LOCATE, pa.int8()), n)})
 
 
 def empty_locations() -> pa.Table:
@@ -247,10 +241,7 @@ def slice_locations(storage: Storage, piece: SliceToRead, key_schema: pa.Schema,
                     committed: Visibility) -> pa.Table:
     """Every live key of a data file slice, located there (a partition's initialization)."""
     keys = _keys(read_slice(storage, piece, key_schema, spec, committed)[0])
-    n = len(keys)
-    return pa.table({KEY: keys, LOCATION_PARTITION: pa.repeat(pa.scalar(piece.partition_path), n),
-                     LOCATION_FILE: pa.repeat(pa.scalar(piece.file_id), n),
-                     DELETE: pa.repeat(pa.scalar(False), n), RANK: pa.repeat(pa.scalar(RANK_LOCATE, pa.int8()), n)})
+    return _at(keys, piece.partition_path, piece.file_id, deleted=False)
 
 
 def with_groups(locations: pa.Table, count: int) -> pa.Table:
@@ -314,9 +305,7 @@ def live_locations(table: HudiTable) -> pa.Table:
     visibility = view.visibility()
     parts = []
     for s in view.latest_slices():
-        piece = SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
-                            tuple(lf.path for lf in s.log_files))
-        parts.append(slice_locations(table.storage, piece, key_schema, spec, visibility))
+        parts.append(slice_locations(table.storage, s.to_read(), key_schema, spec, visibility))
     return pa.concat_tables(parts) if parts else empty_locations()
 
 

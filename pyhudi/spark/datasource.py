@@ -14,6 +14,7 @@ where this source reads every file in Python (see BENCHMARKS.md for the differen
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -110,21 +111,19 @@ class HudiReader(DataSourceReader):
             partitions = _pruned_partitions(table, pred, StructType.fromJson(json.loads(self.schema_json)))
         files = plan_query(table, cfg, partitions=partitions)
         slices = list(files.slices)
+        file_schema = table.arrow_schema()
         if pred is not None and S.columns_of(pred) and cfg.get(C.DATA_SKIPPING):
-            file_schema = table.arrow_schema()
             recorded = table.metadata_column_ranges(S.columns_of(pred), file_schema) if file_schema else None
             plain = [s.base_file.path for s in slices if s.base_file is not None and not (files.merged and s.log_files)]
             kept = set(S.skip_files(table.storage, pred, plain, known=recorded))
             slices = [s for s in slices if (files.merged and s.log_files) or s.base_file is None
                       or s.base_file.path in kept]
-        file_schema = table.arrow_schema()
         if file_schema is None:
             return [InputPartition(None)]
         spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
         shared = (table.storage.base_uri, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
                   files.view.visibility(), files.commit_filter, self.schema_json)
-        pieces = [SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
-                              tuple(lf.path for lf in s.log_files) if files.merged else ()) for s in slices]
+        pieces = [s.to_read() if files.merged else dataclasses.replace(s.to_read(), log_files=()) for s in slices]
         return [InputPartition((piece, *shared)) for piece in pieces] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

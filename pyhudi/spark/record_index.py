@@ -199,8 +199,7 @@ def key_changes(table: HudiTable, view: FileSystemView, instant: str, rows: list
         s = before.get(key)
         if s is None:
             return None
-        return SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
-                           tuple(lf.path for lf in s.log_files))
+        return s.to_read()
 
     out = [R.KeyChange(p, f, instant, old((p, f)) if bases else None, max(bases) if bases else None,
                        tuple(sorted(set(logs))))
@@ -251,8 +250,7 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
     def build(instant: str) -> list[WriteStat]:
         view = FileSystemView(table.storage, table.timeline.reload())  # the MDT is being rebuilt: list storage
         schema = table.arrow_schema()
-        pieces = [SliceToRead(s.partition_path, s.file_id, s.base_file.path if s.base_file else None,
-                              tuple(lf.path for lf in s.log_files)) for s in view.latest_slices()]
+        pieces = [s.to_read() for s in view.latest_slices()]
         mdt = MetadataTable(table.storage)
         instant_ms = R.instant_millis(instant[:17], utc=table.config.utc_timeline)
         if schema is None or not pieces:
