@@ -9,6 +9,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest import hudi_rs_rows, pyhudi_rows
 from pyspark.sql import types as T
 
 import pyhudi
@@ -71,6 +72,12 @@ def test_the_record_index_apache_hudi_wrote_locates_every_key(v9_table):
     assert recorded == expected and expected
 
 
+def _same_as_hudi_rs(spark, path):
+    """hudi-rs reads the table as pyhudi does."""
+    assert sorted((r["id"], r["_hoodie_partition_path"], r["ts"]) for r in pyhudi_rows(spark, path)) == \
+        sorted((r["id"], r["_hoodie_partition_path"], r["ts"]) for r in hudi_rs_rows(path))
+
+
 def _write(spark, path, rows, **extra):
     return pyhudi.write(spark.createDataFrame(rows, SCHEMA), path, {**OPTS, **extra})
 
@@ -93,6 +100,7 @@ def test_global_upserts_and_deletes_find_keys_through_the_record_index(spark, tm
     assert "k5" not in rows and "k6" not in rows and len(rows) == 29
     res = _write(spark, path, [("k7", "p1", 5)])
     assert res.stats["index"]["index_type"] == "RECORD_INDEX"
+    _same_as_hudi_rs(spark, path)
 
 
 def test_the_record_index_is_built_for_an_existing_table(spark, tmp_path):
@@ -109,6 +117,7 @@ def test_the_record_index_is_built_for_an_existing_table(spark, tmp_path):
     assert len(mdt.partitions()[R.PARTITION]) == 4
     result = validate(pyhudi.HudiTable(path))
     assert result.agrees, validate_text(result)
+    _same_as_hudi_rs(spark, path)
 
 
 def test_validate_reports_a_wrong_record_index_entry(spark, tmp_path):
@@ -130,6 +139,7 @@ def test_validate_reports_a_wrong_record_index_entry(spark, tmp_path):
     assert any("1 keys the record index does not hold" in d and "a (" in d for d in differ), differ
     assert any("1 keys it locates elsewhere" in d and "c (" in d for d in differ), differ
     assert any("1 keys it holds that no file slice has" in d and "ghost (" in d for d in differ), differ
+    _same_as_hudi_rs(spark, path)
 
 
 def test_without_the_metadata_table_record_index_falls_back_to_global_simple(spark, tmp_path, caplog):
@@ -141,6 +151,7 @@ def test_without_the_metadata_table_record_index_falls_back_to_global_simple(spa
     assert "GLOBAL_SIMPLE" in caplog.text
     rows = [(r["id"], r["_hoodie_partition_path"], r["ts"]) for r in pyhudi.read(spark, path).collect()]
     assert rows == [("a", "x", 2)]
+    _same_as_hudi_rs(spark, path)
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -159,3 +170,4 @@ def test_a_rollback_after_the_metadata_compaction_rebuilds_the_record_index(spar
     assert result.agrees, validate_text(result)
     rows = {r["id"]: r["_hoodie_partition_path"] for r in pyhudi.read(spark, path).collect()}
     assert "late" not in rows and rows["k1"] == "p"
+    _same_as_hudi_rs(spark, path)
