@@ -4,6 +4,7 @@
     spark = pyhudi.spark_session()
     res = pyhudi.write(df, "/data/drones", {...hoodie.* options...})
     df = pyhudi.read(spark, "/data/drones")
+    query = pyhudi.write_stream(stream_df, "/data/drones", {...}, checkpoint_location="/chk/drones")
     table = pyhudi.HudiTable("/data/drones")
 
 Only ``pyhudi.spark`` imports pyspark; ``HudiTable`` and the format modules work without it, and
@@ -38,6 +39,9 @@ from pyhudi.write.commit import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from pyhudi.spark.streaming import CommitStream
 
 __version__ = "0.1.0"
 
@@ -61,6 +65,27 @@ def read(spark: SparkSession, path: str, options: dict[str, Any] | None = None, 
     from pyhudi.spark.reader import read as _read
 
     return _read(spark, path, options, filters=filters)
+
+
+def write_stream(stream_df: DataFrame, path: str, options: dict[str, Any] | None = None, *,
+                 checkpoint_location: str, trigger: dict[str, Any] | None = None,
+                 query_name: str | None = None) -> StreamingQuery:
+    """Start a streaming query upserting each micro-batch of ``stream_df`` exactly once; see
+    :func:`pyhudi.spark.streaming.write_stream`."""
+    from pyhudi.spark.streaming import write_stream as _write_stream
+
+    return _write_stream(stream_df, path, options, checkpoint_location=checkpoint_location, trigger=trigger,
+                         query_name=query_name)
+
+
+def commit_stream(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
+                  checkpoint_location: str) -> CommitStream:
+    """The table's commits as a polled stream of incremental pulls (any PySpark); see
+    :class:`pyhudi.spark.streaming.CommitStream`. On PySpark 4 ``spark.readStream.format("hudi")``
+    does the same inside Spark after :func:`register`."""
+    from pyhudi.spark.streaming import CommitStream
+
+    return CommitStream(spark, path, options, checkpoint_location=checkpoint_location)
 
 
 def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str | None:
@@ -135,7 +160,8 @@ def restore(path: str, savepoint: str, *, options: dict[str, Any] | None = None)
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("hudi").load(path)`` read Hudi tables through pyhudi (PySpark 4.0+;
+    """Make ``spark.read.format("hudi").load(path)`` read Hudi tables through pyhudi, and
+    ``spark.readStream.format("hudi").load(path)`` stream their commits (PySpark 4.0+;
     :mod:`pyhudi.spark.datasource`)."""
     from pyhudi.spark.datasource import register as _register
 
@@ -155,6 +181,6 @@ __all__ = [
     "HudiCorruptFileError", "HudiError", "HudiFileExistsError", "HudiInstantNotFoundError", "HudiKeyError",
     "HudiLockError", "HudiWriteConflictError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
     "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError", "HudiUnsupportedError", "WriteResult",
-    "archive", "clean", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
-    "register", "rollback", "schedule_compaction", "spark_session", "write",
+    "archive", "clean", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints",
+    "read", "restore", "register", "rollback", "schedule_compaction", "spark_session", "write", "write_stream",
 ]

@@ -655,6 +655,50 @@ AS_OF_INSTANT = option(
     "Time travel: read the table as of this instant (yyyyMMddHHmmss[SSS], 'yyyy-MM-dd HH:mm:ss[.SSS]' "
     "or 'yyyy-MM-dd').", lambda v: parse_query_instant(v))
 
+# ---------------------------------------------------------------------------------------------
+# Structured Streaming: the sink (pyhudi.write_stream) and the table as a stream of its commits
+# ---------------------------------------------------------------------------------------------
+COMMIT_METADATA_KEY_PREFIX = option(
+    "hoodie.datasource.write.commitmeta.key.prefix", "_",
+    "Write options whose keys start with this prefix are stored in the commit's extra metadata (a "
+    "streaming sink's checkpoint, a pipeline's own markers); empty stores none.")
+STREAMING_CHECKPOINT_IDENTIFIER = option(
+    "hoodie.datasource.write.streaming.checkpoint.identifier", "default_single_writer",
+    "Name of this streaming writer in the commits' _hudi_streaming_sink_checkpoint: each streaming query "
+    "writing the table needs its own, so that each skips only the batches it committed itself.")
+STREAMING_RETRY_COUNT = option(
+    "hoodie.datasource.write.streaming.retry.count", 3,
+    "Attempts of a micro-batch write before the query fails (errors in the input are not retried).",
+    parse_positive_int)
+STREAMING_RETRY_INTERVAL_MS = option(
+    "hoodie.datasource.write.streaming.retry.interval.ms", 2000,
+    "Pause before the second attempt of a micro-batch write; doubled before each further one.",
+    parse_non_negative_int)
+STREAMING_IGNORE_FAILED_BATCH = option(
+    "hoodie.datasource.write.streaming.ignore.failed.batch", False,
+    "Log a micro-batch whose attempts all failed and go on with the next one (its rows are lost) instead "
+    "of failing the query.", parse_bool)
+STREAMING_DISABLE_COMPACTION = option(
+    "hoodie.datasource.write.streaming.disable.compaction", False,
+    "Merge-on-read streaming sink: schedule and run no compaction at all (run it from another job).",
+    parse_bool)
+ASYNC_COMPACT_ENABLE = option(
+    "hoodie.datasource.compaction.async.enable", True,
+    "Merge-on-read streaming sink: when hoodie.compact.inline.max.delta.commits is reached, schedule a "
+    "compaction after the micro-batch and run it in the background while later batches write.", parse_bool)
+STREAMING_START_OFFSET = option(
+    "hoodie.datasource.streaming.startOffset", "earliest",
+    "Where a stream of the table's commits starts when its checkpoint is new: earliest (every commit), "
+    "latest (commits after the current one), or an instant time (commits after it).",
+    lambda v: _start_offset(v))
+
+
+def _start_offset(value: Any) -> str:
+    text = str(value).strip()
+    if text.lower() in ("earliest", "latest"):
+        return text.lower()
+    return parse_query_instant(text)
+
 
 def _holes_policy(value: Any) -> str:
     text = choice("FAIL", "BLOCK", "USE_TRANSITION_TIME")(value)
@@ -683,8 +727,21 @@ def _parse_payload(value: Any) -> str:
 
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 def canonical_key(key: str) -> str:
-    """The registry key a user-supplied key (or alias) stands for; the key itself if unknown."""
-    return _ALIASES.get(key, key)
+    """The registry key a user-supplied key (or alias) stands for; the key itself if unknown.
+
+    Spark hands data source options over lower-cased, so a key matches in any case.
+    """
+    if key in REGISTRY:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    if not _BY_LOWER:
+        _BY_LOWER.update({k.lower(): k for k in REGISTRY})
+        _BY_LOWER.update({a.lower(): k for a, k in _ALIASES.items()})
+    return _BY_LOWER.get(key.lower(), key)
+
+
+_BY_LOWER: dict[str, str] = {}
 
 
 @dataclass

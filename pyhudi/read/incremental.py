@@ -104,3 +104,28 @@ def first_hole(table: HudiTable) -> str | None:
         return None
     writes = table.timeline.completed_writes()
     return pending[0] if writes and writes[-1].timestamp > pending[0] else None
+
+
+def latest_offset(table: HudiTable) -> str:
+    """How far a stream of the table's commits may read now: the latest completed write that no
+    pending write precedes (Hudi's BLOCK policy for streams), or :data:`EARLIEST` before the first.
+
+    A write still pending while later ones completed will commit records older than those, so a
+    stream that went past it would never see them.
+    """
+    timeline = table.timeline
+    writes = timeline.completed_writes()
+    hole = first_hole(table)
+    if hole is not None:
+        writes = [w for w in writes if w.timestamp < hole]
+    return writes[-1].timestamp if writes else EARLIEST
+
+
+def start_offset(table: HudiTable, start: str) -> str:
+    """The exclusive begin of a new stream: ``earliest``, ``latest`` or an instant time (parsed
+    by ``hoodie.datasource.streaming.startOffset``)."""
+    if start == "earliest":
+        return EARLIEST
+    if start == "latest":
+        return latest_offset(table)
+    return start

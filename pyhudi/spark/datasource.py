@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from pyhudi import config as C
@@ -79,6 +79,9 @@ class HudiDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return HudiReader(self._path(), dict(self.options), schema)
 
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
+        return HudiStreamReader(self._path(), dict(self.options), schema)
+
 
 class HudiReader(DataSourceReader):
     """Plans the query on the driver (one partition per file slice) and merges slices in tasks."""
@@ -131,6 +134,51 @@ class HudiReader(DataSourceReader):
             return
         piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json = partition.value
         yield from read_partition(piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json)
+
+
+class HudiStreamReader(DataSourceStreamReader):
+    """``spark.readStream.format("hudi")``: the table's commits as a stream.
+
+    An offset is ``{"instant": t}``, the last completed write a batch covers; each micro-batch is the
+    incremental pull of ``(start, end]``, planned and read as :class:`HudiReader` reads it. The
+    latest offset stops before a write that is still pending while later ones completed (Hudi's
+    BLOCK policy for streams), so no commit is passed over. Spark keeps the offsets in the query's
+    checkpoint, so a restarted query goes on where it stopped. The first start is
+    ``hoodie.datasource.streaming.startOffset`` (earliest, latest or an instant).
+    """
+
+    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
+        self.path = path
+        self.options = options
+        self.schema = schema
+
+    def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
+        from pyhudi.read.incremental import start_offset
+        from pyhudi.table.table import HudiTable
+
+        start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
+        return {"instant": start_offset(HudiTable(self.path), start)}
+
+    def latestOffset(self) -> dict:  # noqa: N802 (Spark's name)
+        from pyhudi.read.incremental import latest_offset
+        from pyhudi.table.table import HudiTable
+
+        return {"instant": latest_offset(HudiTable(self.path))}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if end["instant"] <= start["instant"]:
+            return []
+        pull = {**self.options, C.QUERY_TYPE.key: "incremental", C.BEGIN_INSTANT.key: start["instant"],
+                C.END_INSTANT.key: end["instant"], C.TIMELINE_HOLES_POLICY.key: "BLOCK"}
+        return HudiReader(self.path, pull, self.schema).partitions()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.value is None:
+            return
+        yield from read_partition(*partition.value)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the table keeps every commit the stream may still read."""
 
 
 def read_partition(piece: SliceToRead, base_uri: str, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,

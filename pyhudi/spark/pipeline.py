@@ -262,6 +262,9 @@ class Pipeline:
             op_type = "INSERT_OVERWRITE_TABLE" if overwrite else {
                 "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
+            prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
+            if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit
+                meta.extra_metadata.update({k: str(v) for k, v in self.cfg.raw.items() if k.startswith(prefix)})
             if self.index_stats is not None:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()

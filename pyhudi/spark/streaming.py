@@ -1,0 +1,310 @@
+"""Structured Streaming: micro-batches written exactly once, and the table read as a stream of its commits.
+
+**Sink.** :func:`write_stream` runs a streaming query whose every micro-batch is one
+:func:`pyhudi.write` (through ``foreachBatch``, so the write keeps its shuffles and index lookups).
+Each commit records the batch id under ``_hudi_streaming_sink_checkpoint`` in its extra metadata
+(:mod:`pyhudi.timeline.checkpoint`), as Apache Hudi's streaming sink does. A query that dies
+after a commit but before Spark marked the batch done replays the batch on restart; the sink finds
+the batch id in the table and skips it. A query that dies during a write leaves an incomplete
+instant that the next write rolls back once its heartbeat expires (the batch is then written
+again), so every batch lands once.
+
+On a merge-on-read table the sink compacts asynchronously, as Hudi's does: when
+``hoodie.compact.inline.max.delta.commits`` is reached after a batch it schedules a compaction and
+runs it on a background thread while the next batches write their log files into the new slices.
+
+**Source.** :class:`CommitStream` hands each new range of completed commits to a function as an
+incremental pull, keeping its offsets in a checkpoint folder so that a restart goes on where it
+stopped; it works on every PySpark. On PySpark 4, ``spark.readStream.format("hudi")`` does the same
+inside Spark (:mod:`pyhudi.spark.datasource`). Both stop before a write that is still pending while
+later ones completed (it will commit records older than theirs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import (
+    HudiCompactionError,
+    HudiConfigError,
+    HudiKeyError,
+    HudiSchemaError,
+    HudiTableMismatchError,
+    HudiUnsupportedError,
+)
+from pyhudi.read.incremental import latest_offset, start_offset
+from pyhudi.storage import Storage
+from pyhudi.table import properties as P
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.checkpoint import SINK_CHECKPOINT_KEY, checkpoint_value, last_batch_id
+
+log = logging.getLogger("pyhudi")
+
+#: errors in the input or the options: another attempt would fail the same way
+_NOT_RETRIED = (HudiConfigError, HudiKeyError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError)
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What the sink did with one micro-batch."""
+
+    batch_id: int
+    instant_time: str | None  # None when skipped, or failed and ignored
+    seconds: float
+    skipped: bool = False
+    compaction: str | None = None  # compaction scheduled after the batch
+
+
+class HudiStreamSink:
+    """A ``foreachBatch`` function upserting each micro-batch into the table at ``path``.
+
+    ``df.writeStream.foreachBatch(HudiStreamSink(path, options)).option("checkpointLocation", ...)``
+    is what :func:`write_stream` starts. ``options`` are :func:`pyhudi.write`'s, plus the
+    ``hoodie.datasource.write.streaming.*`` options (checkpoint identifier, retries, failed batches)
+    and ``hoodie.datasource.compaction.async.enable``.
+    """
+
+    def __init__(self, path: str, options: Mapping[str, Any] | None = None) -> None:
+        self.path = path
+        self.options = dict(options or {})
+        cfg = HudiConfig.of(self.options)
+        self.identifier = cfg.get(C.STREAMING_CHECKPOINT_IDENTIFIER)
+        self.attempts = cfg.get(C.STREAMING_RETRY_COUNT)
+        self.retry_pause_s = cfg.get(C.STREAMING_RETRY_INTERVAL_MS) / 1000
+        self.ignore_failed = cfg.get(C.STREAMING_IGNORE_FAILED_BATCH)
+        self.no_compaction = cfg.get(C.STREAMING_DISABLE_COMPACTION)
+        self.async_compaction = cfg.get(C.ASYNC_COMPACT_ENABLE) and not self.no_compaction \
+            and not cfg.get(C.COMPACT_INLINE)
+        if self.no_compaction:
+            self.options[C.COMPACT_INLINE.key] = "false"
+            self.options[C.COMPACT_SCHEDULE_INLINE.key] = "false"
+        self.cfg = HudiConfig.of(self.options)
+        self.reports: list[BatchReport] = []
+        self._compactor: _Compactor | None = None
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from pyhudi.spark.writer import write
+
+        if self._compactor is not None:
+            self._compactor.raise_failure()
+        started = time.monotonic()
+        committed = self.committed_batch()
+        if committed is not None and batch_id <= committed:
+            log.warning("micro-batch %d: skipped, the table at %s holds it already (writer %r committed batches up "
+                        "to %d; a new checkpoint location needs a new "
+                        "hoodie.datasource.write.streaming.checkpoint.identifier)",
+                        batch_id, self.path, self.identifier, committed)
+            self.reports.append(BatchReport(batch_id, None, time.monotonic() - started, skipped=True))
+            return
+        options = {**self.options, SINK_CHECKPOINT_KEY: checkpoint_value(self.identifier, batch_id)}
+        pause = self.retry_pause_s
+        for attempt in range(1, self.attempts + 1):
+            try:
+                result = write(df, self.path, options)
+                break
+            except _NOT_RETRIED:
+                raise
+            except Exception as exc:
+                committed = self.committed_batch()
+                if committed is not None and batch_id <= committed:  # it failed after its commit
+                    log.warning("micro-batch %d committed although its write reported: %s", batch_id, exc)
+                    self.reports.append(BatchReport(batch_id, None, time.monotonic() - started))
+                    return
+                if attempt == self.attempts:
+                    if not self.ignore_failed:
+                        raise
+                    log.error("micro-batch %d failed %d times and is dropped "
+                              "(hoodie.datasource.write.streaming.ignore.failed.batch=true): %s",
+                              batch_id, attempt, exc)
+                    self.reports.append(BatchReport(batch_id, None, time.monotonic() - started))
+                    return
+                log.warning("micro-batch %d failed (attempt %d of %d), retrying in %.1f s: %s",
+                            batch_id, attempt, self.attempts, pause, exc)
+                time.sleep(pause)
+                pause *= 2
+        compaction = self._compact_async(df.sparkSession) if self.async_compaction else None
+        self.reports.append(BatchReport(batch_id, result.instant_time, time.monotonic() - started,
+                                        compaction=compaction))
+
+    def committed_batch(self) -> int | None:
+        """The newest batch id the table holds for this sink's identifier."""
+        if not HudiTable.exists(self.path):
+            return None
+        return last_batch_id(HudiTable(self.path).timeline, self.identifier)
+
+    def _compact_async(self, spark: SparkSession) -> str | None:
+        """Queue the pending compactions and, when due, a new one (one at a time per sink)."""
+        from pyhudi.services.compaction import compaction_due, pending_compactions, schedule_compaction
+
+        table = HudiTable(self.path)
+        if table.table_type != P.MERGE_ON_READ:
+            return None
+        if self._compactor is None:
+            self._compactor = _Compactor(spark, self.path, self.options)
+            for inst in pending_compactions(table.timeline):  # left by an earlier run of the query
+                self._compactor.submit(inst.timestamp)
+        if self._compactor.busy() or not compaction_due(table.timeline, self.cfg):
+            return None
+        instant = schedule_compaction(table, self.cfg)
+        if instant is not None:
+            self._compactor.submit(instant)
+        return instant
+
+    def wait_for_compactions(self, timeout_s: float | None = None) -> None:
+        """Block until the queued compactions have run (raising the error of one that failed)."""
+        if self._compactor is not None:
+            self._compactor.wait(timeout_s)
+            self._compactor.raise_failure()
+
+
+class _Compactor:
+    """One background thread running queued compaction plans of one table."""
+
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any]) -> None:
+        self.spark, self.path, self.options = spark, path, dict(options)
+        self.queue: queue.Queue[str] = queue.Queue()
+        self.failure: tuple[str, BaseException] | None = None
+        self.thread = threading.Thread(target=self._loop, name=f"pyhudi-compaction {path}", daemon=True)
+        self.thread.start()
+
+    def submit(self, instant: str) -> None:
+        self.queue.put(instant)
+
+    def busy(self) -> bool:
+        return self.queue.unfinished_tasks > 0
+
+    def wait(self, timeout_s: float | None) -> None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while self.busy() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.05)
+
+    def raise_failure(self) -> None:
+        if self.failure is not None:
+            instant, exc = self.failure
+            self.failure = None
+            raise HudiCompactionError(
+                f"the background compaction {instant} of {self.path} failed: {exc}. The micro-batches before it are "
+                "committed; restart the query (the next writer re-attempts the plan) or run `pyhudi compaction run`"
+            ) from exc
+
+    def _loop(self) -> None:
+        from pyhudi.spark.compaction import run_compaction
+
+        while True:
+            instant = self.queue.get()
+            try:
+                table = HudiTable(self.path)
+                if not table.timeline.reload().is_completed(instant):
+                    run_compaction(self.spark, table, instant, self.options)
+                    log.info("background compaction %s of %s completed", instant, self.path)
+            except HudiCompactionError as exc:
+                if "another process" in str(exc):  # its owner is alive and runs it
+                    log.info("compaction %s runs elsewhere: %s", instant, exc)
+                else:
+                    self.failure = (instant, exc)
+            except BaseException as exc:
+                log.warning("background compaction %s of %s failed: %s", instant, self.path, exc, exc_info=True)
+                self.failure = (instant, exc)
+            finally:
+                self.queue.task_done()
+
+
+def write_stream(stream_df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
+                 checkpoint_location: str, trigger: Mapping[str, Any] | None = None,
+                 query_name: str | None = None) -> StreamingQuery:
+    """Start a streaming query writing every micro-batch of ``stream_df`` to the table at ``path``.
+
+    ``checkpoint_location`` is Spark's (offsets of the input); the table's commits hold the batch
+    ids (see :class:`HudiStreamSink`). ``trigger`` takes ``DataStreamWriter.trigger``'s keywords,
+    e.g. ``{"processingTime": "10 seconds"}`` or ``{"availableNow": True}``.
+    """
+    if not stream_df.isStreaming:
+        raise HudiConfigError("write_stream needs a streaming DataFrame (spark.readStream...); write a batch "
+                              "DataFrame with pyhudi.write")
+    sink = HudiStreamSink(path, options)
+    writer = stream_df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint_location)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    if query_name:
+        writer = writer.queryName(query_name)
+    return writer.start()
+
+
+class CommitStream:
+    """The table at ``path`` as a stream of its commits, polled: each batch is an incremental pull
+    of the commits completed since the previous one, handed to ``func(df, batch_id)``.
+
+    The checkpoint folder keeps, as Spark's micro-batch engine does, an offset file per batch
+    written before ``func`` runs and a commit file written after it returns. A restart re-runs a
+    batch whose commit file is missing with the same range and batch id (so an idempotent ``func``,
+    such as :class:`HudiStreamSink`, makes the whole exactly once), then goes on from its end.
+    The first batch starts at ``hoodie.datasource.streaming.startOffset``.
+    """
+
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+                 checkpoint_location: str) -> None:
+        self.spark, self.path = spark, path
+        self.options = dict(options or {})
+        self.checkpoint = Storage(checkpoint_location)
+
+    def process_available(self, func: Callable[[DataFrame, int], None], *, max_batches: int | None = None) -> int:
+        """Run batches until the stream has caught up with the table; returns how many ran."""
+        done = 0
+        while max_batches is None or done < max_batches:
+            batch = self.next_batch()
+            if batch is None:
+                break
+            batch_id, begin, end = batch
+            df = self.batch_frame(begin, end)
+            func(df, batch_id)
+            self.checkpoint.write_bytes(f"commits/{batch_id}", b"{}")
+            done += 1
+        return done
+
+    def run(self, func: Callable[[DataFrame, int], None], *, interval_s: float = 10.0,
+            stop: threading.Event | None = None) -> None:
+        """Poll every ``interval_s`` until ``stop`` is set."""
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            self.process_available(func)
+            stop.wait(interval_s)
+
+    def next_batch(self) -> tuple[int, str, str] | None:
+        """(batch id, begin exclusive, end inclusive) of the batch to run, recorded before it runs."""
+        ids = sorted(int(f.name) for f in self.checkpoint.list_files("offsets") if f.name.isdigit())
+        if ids and not self.checkpoint.exists(f"commits/{ids[-1]}"):
+            recorded = json.loads(self.checkpoint.read_bytes(f"offsets/{ids[-1]}"))
+            return ids[-1], recorded["begin"], recorded["end"]
+        table = HudiTable(self.path)
+        if ids:
+            begin = json.loads(self.checkpoint.read_bytes(f"offsets/{ids[-1]}"))["end"]
+        elif self.checkpoint.exists("start"):
+            begin = json.loads(self.checkpoint.read_bytes("start"))["begin"]
+        else:  # a new stream: fix where it starts, even if nothing follows yet
+            begin = start_offset(table, HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET))
+            self.checkpoint.write_bytes("start", json.dumps({"begin": begin}).encode())
+        end = latest_offset(table)
+        if end <= begin:
+            return None
+        batch_id = ids[-1] + 1 if ids else 0
+        self.checkpoint.write_bytes(f"offsets/{batch_id}", json.dumps({"begin": begin, "end": end}).encode())
+        return batch_id, begin, end
+
+    def batch_frame(self, begin: str, end: str) -> DataFrame:
+        from pyhudi.spark.reader import read
+
+        return read(self.spark, self.path, {**self.options, C.QUERY_TYPE.key: "incremental",
+                                            C.BEGIN_INSTANT.key: begin, C.END_INSTANT.key: end,
+                                            C.TIMELINE_HOLES_POLICY.key: "BLOCK"})
