@@ -10,7 +10,8 @@ sink's asynchronous compaction every 5 delta commits):
 - the same stream written by plain Spark's parquet file sink (append only: no keys, no updates), the floor;
 - the table read back as a stream from the earliest commit: rows/s of ``CommitStream`` (any
   PySpark) and of ``spark.readStream.format("hudi")`` (PySpark 4), against Spark's parquet file
-  source reading the stream's input files.
+  source reading the stream's input files; then the last commit alone, as a downstream that keeps
+  up pulls it.
 
     python benchmarks/streaming.py [--batches 12]
 """
@@ -112,13 +113,16 @@ def timed_rows(run: Any) -> tuple[int, float]:
     return sum(counted), time.monotonic() - started
 
 
-def source_run(spark: Any, work: Path, path: str, name: str) -> None:
+def source_run(spark: Any, work: Path, path: str, name: str, *, start: str = "earliest") -> None:
+    where = {"hoodie.datasource.streaming.startOffset": start}
+
     def poller(keep: Any) -> None:
-        pyhudi.commit_stream(spark, path, checkpoint_location=str(work / f"poll-{name}")).process_available(keep)
+        stream = pyhudi.commit_stream(spark, path, where, checkpoint_location=str(work / f"poll-{name}-{start}"))
+        stream.process_available(keep)
 
     def spark_source(keep: Any) -> None:
-        query = (spark.readStream.format("hudi").load(path).writeStream.foreachBatch(keep)
-                 .option("checkpointLocation", str(work / f"src-{name}")).start())
+        query = (spark.readStream.format("hudi").options(**where).load(path).writeStream.foreachBatch(keep)
+                 .option("checkpointLocation", str(work / f"src-{name}-{start}")).start())
         query.processAllAvailable()
         query.stop()
 
@@ -165,6 +169,10 @@ def main() -> None:
         for table_type, path in tables.items():
             source_run(spark, work, path, table_type)
         plain_source(spark, work, inputs, schema)
+        print("Pulling the last micro-batch's commit alone (a downstream that keeps up)")
+        for table_type, path in tables.items():
+            writes = pyhudi.HudiTable(path).timeline.completed_writes()
+            source_run(spark, work, path, table_type, start=writes[-2].timestamp)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
