@@ -697,6 +697,8 @@ def _start_offset(value: Any) -> str:
     text = str(value).strip()
     if text.lower() in ("earliest", "latest"):
         return text.lower()
+    if text and text.strip("0") == "":  # Hudi's 000: from the beginning
+        return "earliest"
     return parse_query_instant(text)
 
 

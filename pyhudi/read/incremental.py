@@ -42,6 +42,7 @@ class IncrementalPlan:
     instants: tuple[str, ...]
     file_groups: frozenset[tuple[str, str]]  # (partition path, file id)
     full_scan_reason: str | None = None
+    snapshot: bool = False  # from the beginning: every file group of the snapshot as of ``end``
 
     @property
     def partitions(self) -> list[str]:
@@ -78,7 +79,14 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
         reason = (f"begin instant {start} is older than the active timeline (it starts at {first_active}); "
                   "the commits after it were archived")
     elif retention.archived and start == EARLIEST:
-        reason = "the pull starts at the beginning of the table, whose first commits were archived"
+        # every record's commit is at or before ``stop``: the pull is the snapshot as of ``stop``,
+        # which needs no commit metadata (a new stream of a long-lived table starts here)
+        try:
+            retention.check(stop, purpose="incremental pull")
+        except HudiRetentionError as exc:
+            reason = str(exc)
+        else:
+            return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(), snapshot=True)
     groups: set[tuple[str, str]] = set()
     if reason is None:
         for inst in in_range:

@@ -80,6 +80,11 @@ class HudiDataSource(DataSource):
         return HudiReader(self._path(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
+        from pyhudi.table.table import HudiTable
+
+        if HudiTable(self._path()).arrow_schema() is None:
+            raise HudiConfigError(f"{self._path()} has no completed write yet, so its stream has no schema: start "
+                                  "the stream after the table's first commit")
         return HudiStreamReader(self._path(), dict(self.options), schema)
 
 
@@ -159,11 +164,18 @@ class HudiStreamReader(DataSourceStreamReader):
         start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
         return {"instant": start_offset(HudiTable(self.path), start)}
 
-    def latestOffset(self) -> dict:  # noqa: N802 (Spark's name)
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802 (Spark's name)
+        """The latest completed write, never below the batch's start (Spark 4.2+ passes it) or an
+        explicit start instant: a latest offset below the start would become the next batch's
+        start and let the stream go back before it."""
         from pyhudi.read.incremental import latest_offset
         from pyhudi.table.table import HudiTable
 
-        return {"instant": latest_offset(HudiTable(self.path))}
+        floor = start["instant"] if start else ""
+        configured = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
+        if configured not in ("earliest", "latest"):
+            floor = max(floor, configured)
+        return {"instant": max(latest_offset(HudiTable(self.path)), floor)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if end["instant"] <= start["instant"]:

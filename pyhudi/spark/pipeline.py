@@ -152,6 +152,7 @@ class Pipeline:
     target_schema: pa.Schema
     ordering_field: str | None
     is_deleted_column: bool
+    extra_metadata: dict[str, str] = field(default_factory=dict)  # stored in the commit as given
     phases: dict[str, float] = field(default_factory=dict)
     index_stats: IndexStats | None = None
     _cached: list[DataFrame] = field(default_factory=list)
@@ -265,6 +266,7 @@ class Pipeline:
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit
                 meta.extra_metadata.update({k: str(v) for k, v in self.cfg.raw.items() if k.startswith(prefix)})
+            meta.extra_metadata.update(self.extra_metadata)
             if self.index_stats is not None:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
             started = time.monotonic()

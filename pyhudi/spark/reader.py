@@ -77,6 +77,9 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
             log.warning("incremental pull falls back to a full table scan: %s", plan.full_scan_reason)
             view = table.file_system_view(partitions=partitions)
             return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), plan.full_scan_reason)
+        if plan.snapshot:
+            view = table.file_system_view(as_of=plan.end, partitions=partitions)
+            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end))
         if not plan.instants:
             view = table.file_system_view(as_of=plan.end, partitions=[])
             return QueryFiles(view, [], True, (plan.begin, plan.end))

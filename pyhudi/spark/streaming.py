@@ -38,6 +38,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import (
     HudiCompactionError,
+    HudiConcurrentWriteError,
     HudiConfigError,
     HudiKeyError,
     HudiSchemaError,
@@ -49,9 +50,12 @@ from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.checkpoint import SINK_CHECKPOINT_KEY, checkpoint_value, last_batch_id
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
 log = logging.getLogger("pyhudi")
 
+#: batches whose offset and commit files CommitStream keeps
+_BATCHES_KEPT = 100
 #: errors in the input or the options: another attempt would fail the same way
 _NOT_RETRIED = (HudiConfigError, HudiKeyError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError)
 
@@ -87,7 +91,7 @@ class HudiStreamSink:
         self.no_compaction = cfg.get(C.STREAMING_DISABLE_COMPACTION)
         self.async_compaction = cfg.get(C.ASYNC_COMPACT_ENABLE) and not self.no_compaction \
             and not cfg.get(C.COMPACT_INLINE)
-        if self.no_compaction:
+        if self.no_compaction or self.async_compaction:  # none, or scheduled by this sink
             self.options[C.COMPACT_INLINE.key] = "false"
             self.options[C.COMPACT_SCHEDULE_INLINE.key] = "false"
         self.cfg = HudiConfig.of(self.options)
@@ -95,8 +99,6 @@ class HudiStreamSink:
         self._compactor: _Compactor | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from pyhudi.spark.writer import write
-
         if self._compactor is not None:
             self._compactor.raise_failure()
         started = time.monotonic()
@@ -108,35 +110,46 @@ class HudiStreamSink:
                         batch_id, self.path, self.identifier, committed)
             self.reports.append(BatchReport(batch_id, None, time.monotonic() - started, skipped=True))
             return
-        options = {**self.options, SINK_CHECKPOINT_KEY: checkpoint_value(self.identifier, batch_id)}
-        pause = self.retry_pause_s
-        for attempt in range(1, self.attempts + 1):
+        instant = self._write(df, batch_id)
+        compaction = self._compact_async(df.sparkSession) if self.async_compaction and instant else None
+        self.reports.append(BatchReport(batch_id, instant, time.monotonic() - started, compaction=compaction))
+
+    def _write(self, df: DataFrame, batch_id: int) -> str | None:
+        """Write the batch, retrying; its instant, or None when it failed and is ignored."""
+        from pyhudi.spark.writer import write
+
+        # a write that died with its process holds the table until its heartbeat expires (the next
+        # write then rolls it back): a restarted query waits that long before counting failures
+        waits_until = time.monotonic() + HeartbeatPolicy.of(self.cfg).max_age_s + self.retry_pause_s
+        pause, attempt = self.retry_pause_s, 0
+        while True:
             try:
-                result = write(df, self.path, options)
-                break
+                return write(df, self.path, self.options,
+                             extra_metadata={SINK_CHECKPOINT_KEY: checkpoint_value(self.identifier, batch_id)}
+                             ).instant_time
             except _NOT_RETRIED:
                 raise
             except Exception as exc:
                 committed = self.committed_batch()
                 if committed is not None and batch_id <= committed:  # it failed after its commit
                     log.warning("micro-batch %d committed although its write reported: %s", batch_id, exc)
-                    self.reports.append(BatchReport(batch_id, None, time.monotonic() - started))
-                    return
-                if attempt == self.attempts:
+                    return None
+                if isinstance(exc, HudiConcurrentWriteError) and time.monotonic() < waits_until:
+                    log.warning("micro-batch %d waits for an earlier write to finish or expire: %s", batch_id, exc)
+                    time.sleep(min(self.retry_pause_s or 1.0, max(0.1, waits_until - time.monotonic())))
+                    continue
+                attempt += 1
+                if attempt >= self.attempts:
                     if not self.ignore_failed:
                         raise
                     log.error("micro-batch %d failed %d times and is dropped "
                               "(hoodie.datasource.write.streaming.ignore.failed.batch=true): %s",
                               batch_id, attempt, exc)
-                    self.reports.append(BatchReport(batch_id, None, time.monotonic() - started))
-                    return
+                    return None
                 log.warning("micro-batch %d failed (attempt %d of %d), retrying in %.1f s: %s",
                             batch_id, attempt, self.attempts, pause, exc)
                 time.sleep(pause)
                 pause *= 2
-        compaction = self._compact_async(df.sparkSession) if self.async_compaction else None
-        self.reports.append(BatchReport(batch_id, result.instant_time, time.monotonic() - started,
-                                        compaction=compaction))
 
     def committed_batch(self) -> int | None:
         """The newest batch id the table holds for this sink's identifier."""
@@ -145,7 +158,8 @@ class HudiStreamSink:
         return last_batch_id(HudiTable(self.path).timeline, self.identifier)
 
     def _compact_async(self, spark: SparkSession) -> str | None:
-        """Queue the pending compactions and, when due, a new one (one at a time per sink)."""
+        """When the compactor is idle: queue the pending plans nobody runs (left by a crashed run, or
+        scheduled by another writer), else schedule a new one when due. One plan runs at a time."""
         from pyhudi.services.compaction import compaction_due, pending_compactions, schedule_compaction
 
         table = HudiTable(self.path)
@@ -153,14 +167,19 @@ class HudiStreamSink:
             return None
         if self._compactor is None:
             self._compactor = _Compactor(spark, self.path, self.options)
-            for inst in pending_compactions(table.timeline):  # left by an earlier run of the query
-                self._compactor.submit(inst.timestamp)
-        if self._compactor.busy() or not compaction_due(table.timeline, self.cfg):
+        if self._compactor.busy():
             return None
-        instant = schedule_compaction(table, self.cfg)
-        if instant is not None:
+        policy = HeartbeatPolicy.of(self.cfg)
+        idle = [i.timestamp for i in pending_compactions(table.timeline)
+                if not is_alive(table.storage, i.timestamp, policy)]
+        for instant in idle:
             self._compactor.submit(instant)
-        return instant
+        if idle or not compaction_due(table.timeline, self.cfg):
+            return None
+        scheduled = schedule_compaction(table, self.cfg)
+        if scheduled is not None:
+            self._compactor.submit(scheduled)
+        return scheduled
 
     def wait_for_compactions(self, timeout_s: float | None = None) -> None:
         """Block until the queued compactions have run (raising the error of one that failed)."""
@@ -205,20 +224,32 @@ class _Compactor:
         while True:
             instant = self.queue.get()
             try:
-                table = HudiTable(self.path)
-                if not table.timeline.reload().is_completed(instant):
-                    run_compaction(self.spark, table, instant, self.options)
-                    log.info("background compaction %s of %s completed", instant, self.path)
-            except HudiCompactionError as exc:
-                if "another process" in str(exc):  # its owner is alive and runs it
-                    log.info("compaction %s runs elsewhere: %s", instant, exc)
-                else:
-                    self.failure = (instant, exc)
+                run_compaction(self.spark, HudiTable(self.path), instant, self.options)
+                log.info("background compaction %s of %s completed", instant, self.path)
             except BaseException as exc:
-                log.warning("background compaction %s of %s failed: %s", instant, self.path, exc, exc_info=True)
-                self.failure = (instant, exc)
+                why = self._not_a_failure(instant)
+                if why is not None:
+                    log.info("background compaction %s of %s did not run: %s", instant, self.path, why)
+                else:
+                    log.warning("background compaction %s of %s failed: %s", instant, self.path, exc, exc_info=True)
+                    self.failure = (instant, exc)
             finally:
                 self.queue.task_done()
+
+    def _not_a_failure(self, instant: str) -> str | None:
+        """Why a compaction that raised is fine after all: done or undone by another process, or
+        run by one now (the sink queues it again once that one's heartbeat expires)."""
+        from pyhudi.services.compaction import pending_compactions
+
+        cfg = HudiConfig.of(self.options)
+        table = HudiTable(self.path)
+        if table.timeline.is_completed(instant):
+            return "another process completed it"
+        if instant not in {i.timestamp for i in pending_compactions(table.timeline)}:
+            return "it is no longer on the timeline"
+        if is_alive(table.storage, instant, HeartbeatPolicy.of(cfg)):
+            return "another process runs it"
+        return None
 
 
 def write_stream(stream_df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
@@ -270,6 +301,8 @@ class CommitStream:
             df = self.batch_frame(begin, end)
             func(df, batch_id)
             self.checkpoint.write_bytes(f"commits/{batch_id}", b"{}")
+            self.checkpoint.delete(f"offsets/{batch_id - _BATCHES_KEPT}")  # the last 100 stay, as in Spark
+            self.checkpoint.delete(f"commits/{batch_id - _BATCHES_KEPT}")
             done += 1
         return done
 

@@ -161,12 +161,13 @@ def _ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiT
 
 
 def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
-          mode: str = "append") -> WriteResult:
+          mode: str = "append", extra_metadata: Mapping[str, str] | None = None) -> WriteResult:
     """Write a DataFrame to the Hudi table at ``path`` (created on first write).
 
     ``mode="append"`` applies the operation (``hoodie.datasource.write.operation``, default
     upsert); ``mode="overwrite"`` replaces the table's contents atomically (an
-    ``insert_overwrite_table`` replace commit) or creates the table.
+    ``insert_overwrite_table`` replace commit) or creates the table. ``extra_metadata`` is stored
+    in the commit's extra metadata, whatever ``hoodie.datasource.write.commitmeta.key.prefix`` says.
     """
     started = time.monotonic()
     if mode not in ("append", "overwrite"):
@@ -252,7 +253,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
     try:
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
-                            ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns)
+                            ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
+                            extra_metadata=dict(extra_metadata or {}))
         meta, phase = pipeline.run(data, operation=operation, overwrite=overwrite, schema_json=schema_json,
                                    commit=txn.commit)
     except BaseException as exc:
