@@ -167,9 +167,15 @@ TABLE_TYPE = option(
     aliases=("hoodie.table.type", "type", "tableType"))
 OPERATION = option(
     "hoodie.datasource.write.operation", "upsert",
-    "Write operation: upsert, insert, bulk_insert or delete.",
+    "Write operation: upsert, insert, bulk_insert, delete; insert_overwrite (the batch replaces every "
+    "partition it has records in), insert_overwrite_table (the batch replaces the table), delete_partition "
+    "(the partitions of hoodie.datasource.write.partitions.to.delete, else the batch's, are emptied).",
     lambda v: choice("UPSERT", "INSERT", "BULK_INSERT", "DELETE", "INSERT_OVERWRITE",
                      "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION")(v).lower())
+PARTITIONS_TO_DELETE = option(
+    "hoodie.datasource.write.partitions.to.delete", None,
+    "delete_partition: comma-separated partition paths to empty, * matching any characters "
+    "(2024-01-*); unset, the partitions of the batch's records.", parse_fields)
 RECORDKEY_FIELD = option(
     "hoodie.datasource.write.recordkey.field", None,
     "Record key field(s), comma separated; nested fields as a.b.", parse_fields,

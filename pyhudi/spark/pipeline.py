@@ -81,16 +81,17 @@ from pyhudi.write.plan import (
     MAX_ROWS_PER_TASK,
     BucketPlan,
     HashBucketCount,
-    LogTarget,
     PartitionProfile,
     SmallFile,
     WriteContext,
     assign_buckets,
     average_record_size,
+    log_targets,
     pack_tasks,
     plan_bucket_index,
     to_append_buckets,
 )
+from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, replaced_file_groups
 
 log = logging.getLogger("pyhudi")
 
@@ -153,6 +154,7 @@ class Pipeline:
     ordering_field: str | None
     is_deleted_column: bool
     extra_metadata: dict[str, str] = field(default_factory=dict)  # stored in the commit as given
+    partitions_to_delete: tuple[str, ...] | None = None  # delete_partition with the option set
     phases: dict[str, float] = field(default_factory=dict)
     index_stats: IndexStats | None = None
     _cached: list[DataFrame] = field(default_factory=list)
@@ -245,22 +247,32 @@ class Pipeline:
         return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
 
     # -- running -------------------------------------------------------------------------------
-    def run(self, data: DataFrame, *, operation: str, overwrite: bool, schema_json: str,
+    def run(self, data: DataFrame, *, operation: str, replace: str | None, schema_json: str,
             commit: Callable[..., None]) -> tuple[CommitMetadata, dict[str, Any]]:
-        """Write the files of the requested instant, then hand its metadata to ``commit``."""
+        """Write the files of the requested instant, then hand its metadata to ``commit``.
+
+        ``replace`` names a replace operation (:mod:`pyhudi.write.replace`): its new files are
+        written as an insert, and the commit retires the file groups it replaces."""
         table = self.table
         try:
             ctx = self.context()
             local = self.local_index(operation)
-            if (operation == "bulk_insert" and self.cfg.get(C.INDEX_TYPE) != "BUCKET") or overwrite:
-                rows, replaced = self.bulk_insert(data, operation, ctx, overwrite)
+            bucket = self.cfg.get(C.INDEX_TYPE) == "BUCKET"
+            replaced: dict[str, list[str]] | None
+            if replace == DELETE_PARTITION:
+                rows, replaced = [], self.deleted_partitions(data)
+            elif replace and bucket:  # new file groups named after the buckets, as Hudi's overwrite makes
+                rows = self.bucket_write(data, "insert", ctx, fresh=True)
+                replaced = self.replaced_groups(replace, {r["partition_path"] for r in rows})
+            elif (operation == "bulk_insert" and not bucket) or replace:
+                rows, replaced = self.bulk_insert(data, operation, ctx, replace)
             elif local is not None and (written := self.local_write(data, operation, ctx, local)) is not None:
                 rows, replaced = written, None
             elif self.cfg.get(C.INDEX_TYPE) == "BUCKET":
                 rows, replaced = self.bucket_write(data, operation, ctx), None
             else:
                 rows, replaced = self.tagged_write(data, operation, ctx), None
-            op_type = "INSERT_OVERWRITE_TABLE" if overwrite else {
+            op_type = replace or {
                 "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
@@ -314,7 +326,7 @@ class Pipeline:
         self.table.timeline.transition_inflight(self.instant, action, meta.to_json().encode("utf-8"))
 
     def bulk_insert(self, data: DataFrame, operation: str, ctx: WriteContext,
-                    overwrite: bool) -> tuple[list[dict], dict[str, list[str]] | None]:
+                    replace: str | None) -> tuple[list[dict], dict[str, list[str]] | None]:
         """Records sized into files per table partition (:mod:`pyhudi.write.bulk_insert`): a count
         per partition, a key sample when a partition needs several GLOBAL_SORT slots, then one
         shuffle to the slots' tasks, which sort (unless the sort mode is NONE or
@@ -331,7 +343,7 @@ class Pipeline:
         if mode == "GLOBAL_SORT" and plan.multi_slot:
             plan = plan_bulk_insert(counts, avg_record_size=avg, parallelism=parallelism,
                                     bounds=self._key_sample(keyed, plan.multi_slot, counts))
-        action = REPLACE_COMMIT if overwrite else self.write_action
+        action = REPLACE_COMMIT if replace else self.write_action
         self.table.timeline.transition_inflight(self.instant, action, b"")
         started = self._phase("plan", started)
         stats = []
@@ -343,14 +355,26 @@ class Pipeline:
             stats = map_in_arrow(routed, lambda it: bulk_insert_writer(it, ctx, expected), STATS_DDL).collect()
         self.phases["tasks"] = plan.num_tasks
         self._phase("write", started)
-        replaced_ids: dict[str, list[str]] | None = None
-        if overwrite:
-            view = self.table.file_system_view()
-            replaced: dict[str, list[str]] = {}
-            for group in view.file_groups():
-                replaced.setdefault(group.partition_path, []).append(group.file_id)
-            replaced_ids = replaced
-        return [r.asDict() for r in stats], replaced_ids
+        return [r.asDict() for r in stats], self.replaced_groups(replace, [p for p, n in counts.items() if n])
+
+    def replaced_groups(self, replace: str | None, partitions: Iterable[str]) -> dict[str, list[str]] | None:
+        """The file groups a replace write retires: the table's, or those of the partitions it wrote."""
+        if not replace:
+            return None
+        if replace == INSERT_OVERWRITE_TABLE:
+            return replaced_file_groups(self.table.file_system_view(), None)
+        partitions = sorted(set(partitions))
+        return replaced_file_groups(self.table.file_system_view(partitions=partitions), partitions)
+
+    def deleted_partitions(self, data: DataFrame) -> dict[str, list[str]]:
+        """delete_partition: the file groups of the partitions named by the option (resolved before the
+        write began), else of the batch's records."""
+        partitions = self.partitions_to_delete
+        if partitions is None:
+            keyed = self.prepare(data, "delete", combine_in_spark=False)
+            partitions = tuple(r[PARTITION_PATH] for r in keyed.select(PARTITION_PATH).distinct().collect())
+        self.table.timeline.transition_inflight(self.instant, REPLACE_COMMIT, b"")
+        return replaced_file_groups(self.table.file_system_view(partitions=list(partitions)), partitions)
 
     @staticmethod
     def _key_sample(keyed: DataFrame, slots: dict[str, int], counts: dict[str, int]) -> dict[str, tuple[str, ...]]:
@@ -666,12 +690,13 @@ class Pipeline:
         return route(tagged, bucket, len(plan.buckets))
 
     # -- BUCKET index ----------------------------------------------------------------------------
-    def bucket_write(self, data: DataFrame, operation: str, ctx: WriteContext) -> list[dict]:
+    def bucket_write(self, data: DataFrame, operation: str, ctx: WriteContext, *, fresh: bool = False) -> list[dict]:
         """BUCKET index: a record's file group follows from hashing its key; no lookup, no sizing.
 
         Each (partition, bucket) with incoming records is one write bucket: a merge of the bucket's
         file group when the partition has one, else a new file group named after the bucket.
-        Duplicates of a key share a bucket, so the handles combine them.
+        Duplicates of a key share a bucket, so the handles combine them. ``fresh`` (a replace
+        write) ignores the existing file groups: every bucket gets a new one.
         """
         started = time.monotonic()
         if self.combines(operation):
@@ -683,7 +708,7 @@ class Pipeline:
         started = self._phase("profile", started)
         partitions = sorted({r[PARTITION_PATH] for r in counts})
         view = self.table.file_system_view(partitions=partitions)
-        bases = view.latest_base_files()
+        bases = [] if fresh else view.latest_base_files()
         file_ids: dict[str, list[str]] = {p: [] for p in partitions}
         for b in bases:
             file_ids[b.partition_path].append(b.file_id)
@@ -693,9 +718,9 @@ class Pipeline:
             [HashBucketCount(r[PARTITION_PATH], r[HASH_BUCKET], r["n"], r["deletes"]) for r in counts],
             {(b.partition_path, b.file_id): (b.path, b.instant_time) for b in bases}, groups,
             bucket_file_id_prefix)
-        if self.is_mor:
+        if self.is_mor and not fresh:
             plan = to_append_buckets(plan, log_targets(view, pending_file_groups(self.table.timeline)), set())
-        self._inflight(profile, operation, self.write_action)
+        self._inflight(profile, operation, REPLACE_COMMIT if fresh else self.write_action)
         if not plan.buckets:
             return []
         started = self._phase("plan", started)
@@ -710,25 +735,6 @@ class Pipeline:
         self.phases["buckets"] = len(plan.buckets)
         self._phase("write", started)
         return [r.asDict() for r in stats]
-
-
-def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> dict[tuple[str, str], LogTarget]:
-    """Where each file group's log blocks go: the current log file of its latest slice.
-
-    A file group in a pending compaction plan starts the slice of that compaction instead: its
-    new log files are named with the compaction's instant, and the planned files stay untouched.
-    """
-    out = {}
-    for piece in view.latest_slices():
-        key = (piece.partition_path, piece.file_id)
-        base_instant = pending.get(key, piece.base_instant)
-        own = [lf for lf in piece.log_files if lf.base_instant == base_instant]
-        current = max(own, key=lambda lf: (lf.version, lf.write_token or "")) if own else None
-        base_name = piece.base_file.name if piece.base_file is not None and key not in pending else ""
-        out[key] = LogTarget(base_instant, base_name, current.path if current else None,
-                             current.size if current else 0,
-                             max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
-    return out
 
 
 def coalesced(data: DataFrame, parallelism: int) -> DataFrame:

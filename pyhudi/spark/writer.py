@@ -50,6 +50,14 @@ from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.transaction.manager import WriteTransaction
 from pyhudi.write import schema as schema_evolution
 from pyhudi.write.commit import WriteResult, summarize
+from pyhudi.write.replace import (
+    DELETE_PARTITION,
+    INSERT_OVERWRITE_TABLE,
+    REPLACE_OPERATIONS,
+    check_delete_partitions,
+    requested_replace,
+    resolve_partitions,
+)
 
 log = logging.getLogger("pyhudi")
 
@@ -69,7 +77,8 @@ _TABLE_TO_OPTION = {
 _TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
                     C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
                     C.TIMESTAMP_INPUT_FORMAT_DELIMITER, C.TIMESTAMP_TIMEZONE)
-_OPERATION_TYPES = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}
+_OPERATION_TYPES = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
+                    **REPLACE_OPERATIONS}
 
 
 def _normalized(opt: C.ConfigOption[Any], value: Any) -> str:
@@ -166,7 +175,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
 
     ``mode="append"`` applies the operation (``hoodie.datasource.write.operation``, default
     upsert); ``mode="overwrite"`` replaces the table's contents atomically (an
-    ``insert_overwrite_table`` replace commit) or creates the table. ``extra_metadata`` is stored
+    ``insert_overwrite_table`` replace commit, or ``insert_overwrite`` when that is the operation)
+    or creates the table. ``extra_metadata`` is stored
     in the commit's extra metadata, whatever ``hoodie.datasource.write.commitmeta.key.prefix`` says.
     """
     started = time.monotonic()
@@ -183,12 +193,17 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     elif not cfg.get(C.TABLE_NAME):
         raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
     operation = cfg.get(C.OPERATION)
-    overwrite = mode == "overwrite" and table is not None
     if operation not in _OPERATION_TYPES:
-        raise HudiUnsupportedError(f"operation {operation} is not supported yet; use upsert, insert, "
-                                   "bulk_insert or delete (mode='overwrite' replaces the whole table)")
-    if overwrite and operation == "delete":
-        raise HudiConfigError("mode='overwrite' cannot be combined with the delete operation")
+        raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(_OPERATION_TYPES)}")
+    if mode == "overwrite" and operation in ("delete", "delete_partition"):
+        raise HudiConfigError(f"mode='overwrite' cannot be combined with the {operation} operation")
+    # Hudi's SaveMode.Overwrite on an existing table: the batch replaces the table
+    replace = REPLACE_OPERATIONS.get(operation)
+    if mode == "overwrite" and table is not None and replace is None:
+        replace = INSERT_OVERWRITE_TABLE
+    if replace == DELETE_PARTITION and table is None:
+        return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
+    overwrite = replace == INSERT_OVERWRITE_TABLE and table is not None  # the old schema goes too
     if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX"):
         raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
                                    "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX")
@@ -202,7 +217,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
 
         validate_archival(cfg)
     populate = cfg.get(C.POPULATE_META_FIELDS)
-    if not populate and operation in ("upsert", "delete") and not overwrite:
+    if not populate and operation in ("upsert", "delete") and replace is None:
         raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
     if not populate and keeps_record_index(cfg):
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
@@ -215,7 +230,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     ordering = _ordering_field(cfg, data, operation, table)
     incoming_arrow = arrow_schema(data.schema)
     current = table.arrow_schema() if table is not None else None
-    if operation == "delete" and not overwrite:
+    if operation in ("delete", "delete_partition"):
         if current is None:
             return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
         target = pa_data_schema(current)
@@ -241,21 +256,26 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it "
                                f"(`pyhudi restore --instant {unfinished[1]}`) before writing")
 
-    action = REPLACE_COMMIT if overwrite else commit_action_for(table.table_type)
+    to_delete = None
+    if replace == DELETE_PARTITION and cfg.get(C.PARTITIONS_TO_DELETE):
+        patterns = list(cfg.get(C.PARTITIONS_TO_DELETE))
+        to_delete = tuple(resolve_partitions(patterns, table.file_system_view().partitions))
+        check_delete_partitions(patterns, list(to_delete), path)
+    action = REPLACE_COMMIT if replace else commit_action_for(table.table_type)
     txn = WriteTransaction(table, cfg)
     record_index = None
     if keeps_record_index(cfg):
         record_index = record_index_builder(df.sparkSession, table, cfg,
                                             MergeSpec.of(ordering, cfg.get(C.PAYLOAD_CLASS)))
-    instant = txn.begin(action, _requested_replace() if overwrite else b"", record_index=record_index)
+    instant = txn.begin(action, requested_replace(replace) if replace else b"", record_index=record_index)
     rolled_back = txn.rolled_back
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
     try:
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
-                            extra_metadata=dict(extra_metadata or {}))
-        meta, phase = pipeline.run(data, operation=operation, overwrite=overwrite, schema_json=schema_json,
+                            extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete)
+        meta, phase = pipeline.run(data, operation=operation, replace=replace, schema_json=schema_json,
                                    commit=txn.commit)
     except BaseException as exc:
         _abort_quietly(txn)
@@ -270,7 +290,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     stats = summarize(meta)
     stats.update(phase)
     stats["rolled_back_instants"] = rolled_back
-    if table.table_type == P.MERGE_ON_READ and not overwrite:
+    if table.table_type == P.MERGE_ON_READ and not replace:
         from pyhudi.spark.compaction import inline_compaction
 
         try:
@@ -315,14 +335,6 @@ def pa_data_schema(schema: Any) -> Any:
     import pyarrow as pa
 
     return pa.schema([f for f in schema if f.name not in META_FIELDS])
-
-
-def _requested_replace() -> bytes:
-    """The requested-replace metadata of an insert_overwrite_table instant."""
-    from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA, write_record
-
-    return write_record(REQUESTED_REPLACE_METADATA, {
-        "operationType": "INSERT_OVERWRITE_TABLE", "clusteringPlan": None, "extraMetadata": {}, "version": 1})
 
 
 def _abort_quietly(txn: WriteTransaction) -> None:

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.io.file_names import new_file_id_prefix
+from pyhudi.table.fs_view import FileSystemView
 
 #: Records of one table partition one task takes: a partition-local write holds them in memory,
 #: and a bulk insert gives a partition one task (slot) per this many records.
@@ -249,4 +250,23 @@ def pack_tasks(loads: Mapping[K, int], parallelism: int, *, budget: int = MAX_RO
         rows, t = heapq.heappop(heap)
         out[item] = t
         heapq.heappush(heap, (rows + loads[item], t))
+    return out
+
+
+def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> dict[tuple[str, str], LogTarget]:
+    """Where each file group's log blocks go: the current log file of its latest slice.
+
+    A file group in a pending compaction plan starts the slice of that compaction instead: its
+    new log files are named with the compaction's instant, and the planned files stay untouched.
+    """
+    out = {}
+    for piece in view.latest_slices():
+        key = (piece.partition_path, piece.file_id)
+        base_instant = pending.get(key, piece.base_instant)
+        own = [lf for lf in piece.log_files if lf.base_instant == base_instant]
+        current = max(own, key=lambda lf: (lf.version, lf.write_token or "")) if own else None
+        base_name = piece.base_file.name if piece.base_file is not None and key not in pending else ""
+        out[key] = LogTarget(base_instant, base_name, current.path if current else None,
+                             current.size if current else 0,
+                             max((lf.version for lf in own), default=0) + 1, tuple(lf.name for lf in own))
     return out
