@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pyhudi.errors import (
+    HudiClusteringError,
+    HudiClusteringUpdateError,
     HudiCommitError,
     HudiCompactionError,
     HudiConcurrentWriteError,
@@ -86,6 +88,24 @@ def commit_stream(spark: SparkSession, path: str, options: dict[str, Any] | None
     from pyhudi.spark.streaming import CommitStream
 
     return CommitStream(spark, path, options, checkpoint_location=checkpoint_location)
+
+
+def schedule_clustering(path: str, options: dict[str, Any] | None = None) -> str | None:
+    """Schedule a clustering of the small file slices of ``path`` (no Spark needed); its instant, or
+    None when nothing is worth clustering (:mod:`pyhudi.services.clustering`)."""
+    from pyhudi.config import HudiConfig
+    from pyhudi.services.clustering import schedule_clustering as _schedule
+
+    return _schedule(HudiTable(path), HudiConfig.of(options))
+
+
+def cluster(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
+            instant: str | None = None) -> list[dict[str, Any]]:
+    """Run clustering ``instant``, or every pending plan (scheduling one if none is pending); the
+    figures of each (:mod:`pyhudi.spark.clustering`)."""
+    from pyhudi.spark.clustering import cluster as _cluster
+
+    return _cluster(spark, path, options, instant=instant)
 
 
 def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str | None:
@@ -177,10 +197,11 @@ def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] |
 
 
 __all__ = [
-    "HudiCommitError", "HudiCompactionError", "HudiConcurrentWriteError", "HudiConfigError",
-    "HudiCorruptFileError", "HudiError", "HudiFileExistsError", "HudiInstantNotFoundError", "HudiKeyError",
-    "HudiLockError", "HudiWriteConflictError", "HudiRestoreError", "HudiRetentionError", "HudiSchemaError",
-    "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError", "HudiUnsupportedError", "WriteResult",
-    "archive", "clean", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints",
-    "read", "restore", "register", "rollback", "schedule_compaction", "spark_session", "write", "write_stream",
+    "HudiClusteringError", "HudiClusteringUpdateError", "HudiCommitError", "HudiCompactionError",
+    "HudiConcurrentWriteError", "HudiConfigError", "HudiCorruptFileError", "HudiError", "HudiFileExistsError",
+    "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiWriteConflictError", "HudiRestoreError",
+    "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
+    "HudiUnsupportedError", "WriteResult", "archive", "clean", "cluster", "commit_stream", "compact",
+    "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore", "register", "rollback",
+    "schedule_clustering", "schedule_compaction", "spark_session", "write", "write_stream",
 ]

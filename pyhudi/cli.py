@@ -8,13 +8,14 @@
     pyhudi compaction show --path /data/drones [--instant T]
     pyhudi compaction schedule --path /data/drones
     pyhudi compaction run --path /data/drones [--instant T]
+    pyhudi clustering show|schedule|run --path /data/drones [--instant T]
     pyhudi clean --path /data/drones [--option hoodie.clean.commits.retained=5]
     pyhudi archive --path /data/drones [--option hoodie.keep.max.commits=40]
     pyhudi savepoint create|delete|list --path /data/drones [--instant T]
     pyhudi restore --path /data/drones --instant T
     pyhudi rollback --path /data/drones [--instant T]
 
-Everything but ``compaction run`` works on table metadata and files alone (no Spark).
+Everything but ``compaction run`` and ``clustering run`` works on table metadata and files alone (no Spark).
 """
 
 from __future__ import annotations
@@ -198,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name != "schedule":
             p.add_argument("--instant", default=None)
         _option_arg(p, example="hoodie.compaction.target.io=1024")
+    from pyhudi.cli_clustering import add_parser as add_clustering
+
+    add_clustering(sub)
     metadata = sub.add_parser("metadata", help="the metadata table")
     mwhat = metadata.add_subparsers(dest="what", required=True)
     p = mwhat.add_parser("validate", help="compare the files partition with a storage listing; exit 1 on a difference")
@@ -214,6 +218,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if result.agrees else 1
         if args.command == "compaction":
             print(compaction_command(table, args))
+        elif args.command == "clustering":
+            from pyhudi.cli_clustering import clustering_command
+
+            print(clustering_command(table, args, _options(args)))
         elif args.command in ("clean", "archive", "savepoint", "restore", "rollback"):
             print(service_command(table, args))
         elif args.what == "commits":

@@ -485,6 +485,69 @@ COMPACTION_TARGET_IO = option(
     "MB of reads and writes one compaction plan may take (log-size based strategy).", parse_positive_int)
 
 # ---------------------------------------------------------------------------------------------
+# Clustering: rewriting small file groups into large, sorted ones (a replacecommit, CLUSTER)
+# ---------------------------------------------------------------------------------------------
+CLUSTERING_INLINE = option(
+    "hoodie.clustering.inline", False,
+    "Schedule and run a clustering after a write once hoodie.clustering.inline.max.commits writes "
+    "completed since the last one.", parse_bool, aliases=("hoodie.datasource.clustering.inline.enable",))
+CLUSTERING_SCHEDULE_INLINE = option(
+    "hoodie.clustering.schedule.inline", False,
+    "Only schedule the clustering after a write once due (run it later: pyhudi clustering run).", parse_bool)
+CLUSTERING_INLINE_MAX_COMMITS = option(
+    "hoodie.clustering.inline.max.commits", 4,
+    "Completed writes since the last clustering that make an inline clustering due.", parse_positive_int)
+CLUSTERING_SMALL_FILE_LIMIT = option(
+    "hoodie.clustering.plan.strategy.small.file.limit", 300 * 1024 * 1024,
+    "File slices whose base file is smaller than this many bytes are clustered.", parse_non_negative_int)
+CLUSTERING_TARGET_FILE_MAX_BYTES = option(
+    "hoodie.clustering.plan.strategy.target.file.max.bytes", 1024 * 1024 * 1024,
+    "Size the clustered files are cut at (a group of N bytes makes N / this output files).", parse_positive_int)
+CLUSTERING_MAX_BYTES_PER_GROUP = option(
+    "hoodie.clustering.plan.strategy.max.bytes.per.group", 2 * 1024 * 1024 * 1024,
+    "Bytes of input one clustering group (one Spark task) takes at most.", parse_positive_int)
+CLUSTERING_MAX_NUM_GROUPS = option(
+    "hoodie.clustering.plan.strategy.max.num.groups", 30,
+    "Clustering groups one plan holds at most.", parse_positive_int)
+CLUSTERING_SORT_COLUMNS = option(
+    "hoodie.clustering.plan.strategy.sort.columns", None,
+    "Columns the clustered records are sorted by (comma separated); unset, by record key.", parse_fields)
+CLUSTERING_SINGLE_GROUP = option(
+    "hoodie.clustering.plan.strategy.single.group.clustering.enabled", True,
+    "Also plan a group holding one file slice.", parse_bool)
+CLUSTERING_PARTITION_FILTER_MODE = option(
+    "hoodie.clustering.plan.partition.filter.mode", "NONE",
+    "Partitions a plan considers: NONE (all), RECENT_DAYS (the latest ...daybased.lookback.partitions after "
+    "skipping ...daybased.skipfromlatest.partitions, by partition path), SELECTED_PARTITIONS "
+    "(...cluster.begin.partition to ...cluster.end.partition, inclusive).",
+    lambda v: _clustering_filter(v))
+CLUSTERING_LOOKBACK_PARTITIONS = option(
+    "hoodie.clustering.plan.strategy.daybased.lookback.partitions", 2,
+    "RECENT_DAYS: how many of the latest partitions are considered.", parse_positive_int)
+CLUSTERING_SKIP_FROM_LATEST = option(
+    "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions", 0,
+    "RECENT_DAYS: latest partitions left out (still being written).", parse_non_negative_int)
+CLUSTERING_BEGIN_PARTITION = option(
+    "hoodie.clustering.plan.strategy.cluster.begin.partition", None, "SELECTED_PARTITIONS: first partition.")
+CLUSTERING_END_PARTITION = option(
+    "hoodie.clustering.plan.strategy.cluster.end.partition", None, "SELECTED_PARTITIONS: last partition.")
+CLUSTERING_PARTITION_REGEX = option(
+    "hoodie.clustering.plan.strategy.partition.regex.pattern", None,
+    "Only partitions whose path matches this regular expression are clustered.")
+CLUSTERING_PARTITION_SELECTED = option(
+    "hoodie.clustering.plan.strategy.partition.selected", None,
+    "Only these partitions (comma separated) are clustered.", parse_fields)
+CLUSTERING_PRESERVE_COMMIT_METADATA = option(
+    "hoodie.clustering.preserve.commit.metadata", True,
+    "Clustered records keep their _hoodie_commit_time and _hoodie_commit_seqno, so incremental pulls do "
+    "not see them again.", parse_bool)
+LAYOUT_OPTIMIZE_STRATEGY = option(
+    "hoodie.layout.optimize.strategy", "linear",
+    "How clustering orders records by the sort columns: linear (lexicographic), z-order or hilbert "
+    "(space-filling curves over the columns' ranks, for filters on any of them).",
+    lambda v: choice("LINEAR", "Z-ORDER", "HILBERT", mapping={"ZORDER": "Z-ORDER"})(v).lower())
+
+# ---------------------------------------------------------------------------------------------
 # Cleaning and archival (run after every commit unless turned off)
 # ---------------------------------------------------------------------------------------------
 CLEAN_AUTOMATIC = option(
@@ -706,6 +769,13 @@ def _start_offset(value: Any) -> str:
     if text and text.strip("0") == "":  # Hudi's 000: from the beginning
         return "earliest"
     return parse_query_instant(text)
+
+
+def _clustering_filter(value: Any) -> str:
+    text = choice("NONE", "RECENT_DAYS", "SELECTED_PARTITIONS", "DAY_ROLLING")(value)
+    if text == "DAY_ROLLING":
+        raise ValueError("DAY_ROLLING is not supported; use NONE, RECENT_DAYS or SELECTED_PARTITIONS")
+    return text
 
 
 def _holes_policy(value: Any) -> str:

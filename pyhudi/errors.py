@@ -75,3 +75,11 @@ class HudiLockError(HudiError):
 
 class HudiFileExistsError(HudiError, FileExistsError):
     """A file that must be new (a timeline instant, a new log file) exists already."""
+
+
+class HudiClusteringError(HudiError):
+    """A clustering could not be scheduled or run."""
+
+
+class HudiClusteringUpdateError(HudiWriteConflictError):
+    """A write updated file groups that a pending clustering rewrites (Hudi's reject update strategy)."""

@@ -42,7 +42,21 @@ op_st = st.one_of(
     st.tuples(st.just("delete"), st.lists(row_st, min_size=1, max_size=10)),
     st.tuples(st.just("insert_overwrite"), st.lists(row_st, min_size=1, max_size=15)),
     st.tuples(st.just("delete_partition"), st.lists(row_st, min_size=1, max_size=2)),
+    st.tuples(st.just("cluster"), st.sampled_from([[], [("val,ts", "z-order")], [("ts", "linear")],
+                                                   [("val,ts", "hilbert")]])),
 )
+
+#: clustering: every file slice of these tests is small, so each run rewrites the whole table
+CLUSTER_OPTIONS = {"hoodie.clustering.plan.strategy.max.bytes.per.group": str(200 * 1024)}
+
+
+def run_clustering(spark, path: str, options: dict, how: list) -> None:
+    """A clustering scheduled and run at once (the model does not change); BUCKET tables are not clustered."""
+    if options.get("hoodie.index.type") == "BUCKET" or not pyhudi.HudiTable.exists(path):
+        return
+    extra = {"hoodie.clustering.plan.strategy.sort.columns": how[0][0],
+             "hoodie.layout.optimize.strategy": how[0][1]} if how else {}
+    pyhudi.cluster(spark, path, {**options, **CLUSTER_OPTIONS, **extra})
 
 SIZING = {
     "default": {},
@@ -92,13 +106,14 @@ def apply(model: dict, op: str, rows: list[tuple], global_index: bool, update_pa
                 model.pop(ident, None)
             else:
                 model[ident] = r_store
-    elif op == "insert_overwrite":
+    elif op == "insert_overwrite":  # every partition with a record in the batch, soft-deleted or not
         batch = _overwriting(model, batch, global_index)
         touched = {r[1] for r in batch}
         for ident in [i for i, r in model.items() if r[1] in touched]:
             del model[ident]
         for r in batch:
-            model[_ident(r[0], r[1], global_index)] = r
+            if not r[4]:
+                model[_ident(r[0], r[1], global_index)] = r
     elif op == "delete_partition":  # the partitions of the batch's records are emptied
         touched = {r[1] for r in batch}
         for ident in [i for i, r in model.items() if r[1] in touched]:
@@ -110,17 +125,19 @@ def apply(model: dict, op: str, rows: list[tuple], global_index: bool, update_pa
 
 
 def _overwriting(model: dict, batch: list[tuple], global_index: bool) -> list[tuple]:
-    """The rows of an insert_overwrite the model can follow: live, one per identity, and, under a
-    global index, no key the table keeps in a partition the batch does not replace (Hudi would
-    then hold the key twice)."""
-    rows = list({_ident(r[0], r[1], global_index): (r[0], r[1], r[2], r[3], False) for r in batch}.values())
+    """The rows of an insert_overwrite the model can follow: soft-deleted rows (they only name a
+    partition to empty), one live row per identity (an insert keeps duplicates), and, under a
+    global index, no live key the table keeps in a partition the batch does not replace (Hudi
+    would then hold the key twice)."""
+    deleted = [r for r in batch if r[4]]
+    live = list({_ident(r[0], r[1], global_index): r for r in batch if not r[4]}.values())
     while global_index:
-        touched = {r[1] for r in rows}
-        kept = [r for r in rows if r[0] not in model or model[r[0]][1] in touched]
-        if len(kept) == len(rows):
+        touched = {r[1] for r in live + deleted}
+        kept = [r for r in live if r[0] not in model or model[r[0]][1] in touched]
+        if len(kept) == len(live):
             break
-        rows = kept
-    return rows
+        live = kept
+    return deleted + live
 
 
 def check(spark, path: str, model: dict, global_index: bool, update_partition: bool, *, hudi_rs: bool = True) -> None:
@@ -180,6 +197,11 @@ def test_random_operations_match_model(spark, tmp_path_factory, index, ops, sizi
     }
     model: dict = {}
     for op, rows in ops:
+        if op == "cluster":
+            run_clustering(spark, path, options, rows)
+            if pyhudi.HudiTable.exists(path):
+                check(spark, path, model, global_index, update_partition)
+            continue
         batch = apply(model, op, rows, global_index, update_partition)
         if not batch:
             continue

@@ -10,7 +10,7 @@ import pytest
 from conftest import hudi_rs_rows, kill_writer_on_failure, pyhudi_rows, unzip_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_model import INDEXES, SCHEMA, SIZING, apply, check, index_options, op_st
+from test_model import INDEXES, SCHEMA, SIZING, apply, check, index_options, op_st, run_clustering
 
 import pyhudi
 from pyhudi.io.log_format import BlockType, read_log_file
@@ -75,6 +75,10 @@ def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, 
                     expected = sorted((r[0], r[2], r[3]) for r in model.values())
                     ro = pyhudi_rows(spark, path, options=RO)
                     assert sorted((r["key"], r["ts"], r["val"]) for r in ro) == expected
+        elif op == "cluster":
+            run_clustering(spark, path, options, rows)
+            if not pyhudi.HudiTable.exists(path):
+                continue
         else:
             batch = apply(model, op, rows, global_index, update_partition)
             if not batch:

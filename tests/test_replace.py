@@ -106,3 +106,33 @@ def test_overwrites_under_a_bucket_or_record_index(spark, tmp_path, index):
     ops = [pyhudi.HudiTable(path).timeline.commit_metadata(i).operation_type
            for i in pyhudi.HudiTable(path).timeline.completed_writes()]
     assert "INSERT_OVERWRITE" in ops and "INSERT_OVERWRITE_TABLE" in ops
+
+
+@pytest.mark.parametrize("operation", ["insert_overwrite", "delete_partition"])
+def test_a_compaction_pending_on_replaced_groups_does_not_bring_them_back(spark, tmp_path, operation):
+    path = str(tmp_path / "t")
+    opts = options("MERGE_ON_READ")
+    write(spark, path, [(f"k{i}", DAYS[i % 3], 1, "v1") for i in range(6)], opts)
+    write(spark, path, [("k0", DAYS[0], 2, "v2")], opts)  # a log file in DAYS[0]
+    assert pyhudi.schedule_compaction(path)
+    write(spark, path, [("n", DAYS[0], 3, "new")], opts, operation)
+    expected = [(f"k{i}", DAYS[i % 3], "v1") for i in range(6) if i % 3] + \
+        ([("n", DAYS[0], "new")] if operation == "insert_overwrite" else [])
+    assert state(spark, path) == sorted(expected)
+    pyhudi.compact(spark, path)  # rewrites the replaced group's slice, which stays retired
+    assert state(spark, path) == sorted(expected) == rs_state(path)
+
+
+def test_insert_overwrite_empties_a_partition_of_soft_deleted_rows_and_mode_overwrite_replaces_all(spark, tmp_path):
+    path = str(tmp_path / "t")
+    opts = options("COPY_ON_WRITE", **{"hoodie.combine.before.insert": "true"})
+    write(spark, path, [(f"k{i}", DAYS[i % 3], 1, "v1") for i in range(6)], opts)
+    rows = spark.createDataFrame([("k0", DAYS[0], 2, "gone", True), ("n", DAYS[1], 2, "new", False),
+                                  ("n", DAYS[1], 1, "older", False)],
+                                 "key string, part string, ts long, val string, _hoodie_is_deleted boolean")
+    pyhudi.write(rows, path, {**opts, "hoodie.datasource.write.operation": "insert_overwrite"})
+    assert state(spark, path) == [("k2", DAYS[2], "v1"), ("k5", DAYS[2], "v1"), ("n", DAYS[1], "new")] \
+        == rs_state(path)
+    # mode="overwrite" replaces the table whatever the operation (Hudi deletes it first)
+    write(spark, path, [("z", DAYS[0], 3, "z")], opts, "insert_overwrite", mode="overwrite")
+    assert state(spark, path) == [("z", DAYS[0], "z")] == rs_state(path)

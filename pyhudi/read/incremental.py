@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiConfigError, HudiRetentionError
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import WRITE_ACTIONS, parse_query_instant
+from pyhudi.timeline.instant import parse_query_instant
 
 #: Hudi's spelling of "from the beginning of the timeline"
 EARLIEST = "00000000000000000"
@@ -107,7 +107,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
 
 def first_hole(table: HudiTable) -> str | None:
     """The first pending write that completed writes follow, if any."""
-    pending = [i.timestamp for i in table.timeline.pending(WRITE_ACTIONS)]
+    pending = [i.timestamp for i in table.timeline.pending_writes()]
     if not pending:
         return None
     writes = table.timeline.completed_writes()

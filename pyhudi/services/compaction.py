@@ -36,7 +36,6 @@ from pyhudi.timeline.instant import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
-    WRITE_ACTIONS,
     Instant,
     State,
     new_instant_time,
@@ -162,7 +161,7 @@ def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_
     pending now fails at its commit if the plan takes one of its file groups
     (:mod:`pyhudi.transaction.conflict`).
     """
-    pending = timeline.pending(WRITE_ACTIONS)
+    pending = timeline.pending_writes()
     if pending and cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL":
         raise HudiCompactionError(
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "

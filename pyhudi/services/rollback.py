@@ -18,7 +18,7 @@ from pyhudi.io.log_format import read_log_file, rollback_block
 from pyhudi.metadata.sync import complete_instant
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
-from pyhudi.timeline.instant import ROLLBACK, WRITE_ACTIONS, Instant, State, new_instant_time
+from pyhudi.timeline.instant import ROLLBACK, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, live_instants
 from pyhudi.write.markers import delete_markers, list_markers
@@ -243,7 +243,7 @@ def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = 
     """Finish interrupted rollbacks, then roll back pending commits, delta commits and replace
     commits (not table services); with ``heartbeat``, only those whose heartbeat expired."""
     done = finish_pending_rollbacks(storage, timeline)
-    pending = timeline.pending(WRITE_ACTIONS)
+    pending = timeline.pending_writes()
     live = set(live_instants(storage, pending, heartbeat)) if heartbeat is not None else set()
     for inst in pending:
         if inst not in live:

@@ -39,6 +39,7 @@ from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
 from pyhudi.read.merge import MergeSpec
+from pyhudi.services.clustering import clustering_file_groups
 from pyhudi.services.compaction import pending_file_groups
 from pyhudi.spark.index import (
     EXISTING_PP,
@@ -155,6 +156,7 @@ class Pipeline:
     is_deleted_column: bool
     extra_metadata: dict[str, str] = field(default_factory=dict)  # stored in the commit as given
     partitions_to_delete: tuple[str, ...] | None = None  # delete_partition with the option set
+    touched_partitions: tuple[str, ...] = ()  # partitions a bucket write had records for
     phases: dict[str, float] = field(default_factory=dict)
     index_stats: IndexStats | None = None
     _cached: list[DataFrame] = field(default_factory=list)
@@ -263,7 +265,7 @@ class Pipeline:
                 rows, replaced = [], self.deleted_partitions(data)
             elif replace and bucket:  # new file groups named after the buckets, as Hudi's overwrite makes
                 rows = self.bucket_write(data, "insert", ctx, fresh=True)
-                replaced = self.replaced_groups(replace, {r["partition_path"] for r in rows})
+                replaced = self.replaced_groups(replace, self.touched_partitions)
             elif (operation == "bulk_insert" and not bucket) or replace:
                 rows, replaced = self.bulk_insert(data, operation, ctx, replace)
             elif local is not None and (written := self.local_write(data, operation, ctx, local)) is not None:
@@ -332,9 +334,12 @@ class Pipeline:
         shuffle to the slots' tasks, which sort (unless the sort mode is NONE or
         PARTITION_PATH_REPARTITION) and write."""
         started = time.monotonic()
-        keyed = self.prepare(data, "bulk_insert" if operation in ("bulk_insert", "delete") else operation)
+        keyed = self.prepare(data, "bulk_insert" if operation in ("bulk_insert", "delete") else
+                             "insert" if replace else operation)
+        # a replace empties every partition the batch has records in, soft-deleted ones included
+        per_partition = keyed.groupBy(PARTITION_PATH).agg(F.sum((~F.col(IS_DELETE)).cast("long")).alias("live"))
+        counts = {r[PARTITION_PATH]: r["live"] or 0 for r in per_partition.collect()}
         keyed = keyed.where(~F.col(IS_DELETE))
-        counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
         started = self._phase("partitions", started)
         mode = self.cfg.get(C.BULKINSERT_SORT_MODE)
         parallelism = self.parallelism("bulk_insert") or self._spark_parallelism(data)
@@ -355,7 +360,7 @@ class Pipeline:
             stats = map_in_arrow(routed, lambda it: bulk_insert_writer(it, ctx, expected), STATS_DDL).collect()
         self.phases["tasks"] = plan.num_tasks
         self._phase("write", started)
-        return [r.asDict() for r in stats], self.replaced_groups(replace, [p for p, n in counts.items() if n])
+        return [r.asDict() for r in stats], self.replaced_groups(replace, counts)
 
     def replaced_groups(self, replace: str | None, partitions: Iterable[str]) -> dict[str, list[str]] | None:
         """The file groups a replace write retires: the table's, or those of the partitions it wrote."""
@@ -618,9 +623,11 @@ class Pipeline:
         small: dict[str, list[SmallFile]] = {}
         if limit <= 0 or not self.table.timeline.completed_writes():
             return small
+        clustered = clustering_file_groups(self.table.timeline)  # being rewritten: no inserts
         for s in view.latest_slices():
             b = s.base_file
-            if b is None or b.size >= limit or b.partition_path not in wanted:
+            if b is None or b.size >= limit or b.partition_path not in wanted or (b.partition_path, b.file_id) \
+                    in clustered:
                 continue
             if self.is_mor and (s.log_files or (b.partition_path, b.file_id) in pending):
                 continue  # merge-on-read: only file groups without log files take inserts
@@ -707,6 +714,7 @@ class Pipeline:
             F.count(F.lit(1)).alias("n"), F.sum(F.col(IS_DELETE).cast("long")).alias("deletes")).collect()
         started = self._phase("profile", started)
         partitions = sorted({r[PARTITION_PATH] for r in counts})
+        self.touched_partitions = tuple(partitions)
         view = self.table.file_system_view(partitions=partitions)
         bases = [] if fresh else view.latest_base_files()
         file_ids: dict[str, list[str]] = {p: [] for p in partitions}

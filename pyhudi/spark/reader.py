@@ -35,7 +35,6 @@ from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_wi
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import WRITE_ACTIONS
 
 log = logging.getLogger("pyhudi")
 
@@ -89,7 +88,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
         return QueryFiles(view, slices, True, (plan.begin, plan.end))
     as_of = cfg.get(C.AS_OF_INSTANT)
     if as_of is not None:
-        pending = table.timeline.pending(WRITE_ACTIONS)
+        pending = table.timeline.pending_writes()
         if pending and as_of >= pending[0].timestamp:
             raise HudiConfigError(
                 f"time travel to {as_of} must be earlier than the first incomplete commit {pending[0].timestamp} "

@@ -198,12 +198,13 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if mode == "overwrite" and operation in ("delete", "delete_partition"):
         raise HudiConfigError(f"mode='overwrite' cannot be combined with the {operation} operation")
     # Hudi's SaveMode.Overwrite on an existing table: the batch replaces the table
+    # (where Hudi deletes the table first, pyhudi replaces it in one atomic commit)
     replace = REPLACE_OPERATIONS.get(operation)
-    if mode == "overwrite" and table is not None and replace is None:
+    if mode == "overwrite" and table is not None:
         replace = INSERT_OVERWRITE_TABLE
     if replace == DELETE_PARTITION and table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
-    overwrite = replace == INSERT_OVERWRITE_TABLE and table is not None  # the old schema goes too
+    overwrite = mode == "overwrite" and table is not None  # the old schema goes too
     if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX"):
         raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
                                    "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX")
@@ -259,7 +260,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     to_delete = None
     if replace == DELETE_PARTITION and cfg.get(C.PARTITIONS_TO_DELETE):
         patterns = list(cfg.get(C.PARTITIONS_TO_DELETE))
-        to_delete = tuple(resolve_partitions(patterns, table.file_system_view().partitions))
+        live = {g.partition_path for g in table.file_system_view().file_groups()}
+        to_delete = tuple(resolve_partitions(patterns, live))
         check_delete_partitions(patterns, list(to_delete), path)
     action = REPLACE_COMMIT if replace else commit_action_for(table.table_type)
     txn = WriteTransaction(table, cfg)
@@ -301,6 +303,17 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
             compacted = []
         if compacted:
             stats["compactions"] = compacted
+    if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
+        from pyhudi.spark.clustering import inline_clustering
+
+        try:
+            clustered = inline_clustering(df.sparkSession, table, cfg)
+        except Exception as exc:  # the write is committed: report, never make the caller retry it
+            log.warning("the write committed, but the inline clustering after it failed: %s", exc, exc_info=True)
+            stats["service_error"] = str(exc)
+            clustered = []
+        if clustered:
+            stats["clusterings"] = clustered
     services_started = time.monotonic()
     stats.update(table_services(table, cfg))
     stats["services_s"] = round(time.monotonic() - services_started, 3)

@@ -16,6 +16,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline.instant import (
     COMMIT,
     COMPLETES_AS,
+    REPLACE_COMMIT,
     SAVEPOINT,
     WRITE_ACTIONS,
     Instant,
@@ -56,6 +57,7 @@ class Timeline:
         self.folder = META_FOLDER if layout_version < 2 else f"{META_FOLDER}/timeline"
         self._files: list[Instant] = []
         self._stamps: dict[Instant, tuple[int, int]] = {}
+        self._clustering: dict[str, bool] = {}  # replacecommit time -> whether it is a clustering
         self.reload()
 
     def reload(self) -> Timeline:
@@ -100,6 +102,25 @@ class Timeline:
         wanted = set(actions) if actions is not None else None
         return [i for i in self.instants()
                 if not i.is_completed and (wanted is None or i.action in wanted)]
+
+    def pending_writes(self) -> list[Instant]:
+        """Pending commits, delta commits and replace commits that are writes. A pending clustering
+        (a replacecommit whose requested plan says CLUSTER) is a table service: it adds no records,
+        waits to be run rather than rolled back, and does not hold readers or writers back."""
+        return [i for i in self.pending(WRITE_ACTIONS) if not (i.action == REPLACE_COMMIT and self.is_clustering(i))]
+
+    def is_clustering(self, instant: Instant) -> bool:
+        known = self._clustering.get(instant.timestamp)
+        if known is None:
+            requested = Instant(instant.timestamp, State.REQUESTED, REPLACE_COMMIT)
+            try:
+                data = self.storage.read_bytes(self.path_of(requested))
+            except FileNotFoundError:
+                data = b""
+            known = bool(data) and read_avro_record(
+                data, source=self.path_of(requested)).get("operationType") == "CLUSTER"
+            self._clustering[instant.timestamp] = known
+        return known
 
     def completed_writes(self) -> list[Instant]:
         """Completed commit, deltacommit and replacecommit instants (they make data visible)."""

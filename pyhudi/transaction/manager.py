@@ -37,7 +37,7 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import WRITE_ACTIONS, Instant, State, new_instant_time
+from pyhudi.timeline.instant import Instant, State, new_instant_time
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
@@ -118,7 +118,7 @@ class WriteTransaction:
                                                           heartbeat=conc.heartbeat)
             else:
                 self.rolled_back = finish_pending_rollbacks(storage, timeline)
-            live = live_instants(storage, timeline.pending(WRITE_ACTIONS), conc.heartbeat)
+            live = live_instants(storage, timeline.pending_writes(), conc.heartbeat)
             if live and not conc.optimistic:
                 raise HudiConcurrentWriteError(
                     f"another write is in progress on {self.table.path}: {_describe_live(storage, live)}. The table "
@@ -172,6 +172,7 @@ class WriteTransaction:
                 self._undo_late_files(timeline)
                 raise HudiCommitError(f"write {self.instant} to {self.table.path} cannot commit: {reason}. Nothing "
                                       "of it is visible; run the write again")
+            self._refuse_clustered_groups(timeline, meta)
             if conc.optimistic:
                 mine = touched_file_groups(meta)
                 replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
@@ -193,6 +194,27 @@ class WriteTransaction:
                              records=records, stats_columns=tuple(self.cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
             self.finished = True
         self._stop_heartbeat()
+
+    def _refuse_clustered_groups(self, timeline: Timeline, meta: CommitMetadata) -> None:
+        """Hudi's reject update strategy: a write may not change file groups a pending clustering
+        rewrites (the clustering would drop the change). Such a write is rolled back."""
+        from pyhudi.errors import HudiClusteringUpdateError
+        from pyhudi.services.clustering import clustering_file_groups
+
+        clustered = clustering_file_groups(timeline)
+        hit = sorted(touched_file_groups(meta) & set(clustered)) if clustered else []
+        if not hit:
+            return
+        try:
+            self.abort()
+        except Exception:  # the next writer rolls it back; the refusal is what to report
+            log.exception("could not roll back write %s", self.instant)
+        plans = sorted({clustered[g] for g in hit})
+        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in hit[:5])
+        raise HudiClusteringUpdateError(
+            f"write {self.instant} to {self.table.path} changes file groups that pending clustering "
+            f"{', '.join(plans)} rewrites ({shown}{' and more' if len(hit) > 5 else ''}); it was rolled back. Run the "
+            "clustering first (`pyhudi clustering run`), then the write again")
 
     def _undo_late_files(self, timeline: Timeline) -> None:
         """Files written after another writer rolled this instant back (its markers were deleted

@@ -76,9 +76,12 @@ def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_n
     n = rows.num_rows
     populate = ctx.settings.populate_meta_fields
     data = align(rows, pa.schema([f for f in schema if f.name not in META_FIELDS]))
+    kept = populate and ctx.preserve_commit_metadata and COMMIT_TIME in rows.column_names
     meta = {
-        COMMIT_TIME: pa.repeat(pa.scalar(ctx.instant_time, pa.string()), n) if populate else pa.nulls(n, pa.string()),
-        COMMIT_SEQNO: _seqnos(ctx.instant_time, task.partition_id, first_position, n) if populate
+        COMMIT_TIME: rows.column(COMMIT_TIME).cast(pa.string()) if kept
+        else pa.repeat(pa.scalar(ctx.instant_time, pa.string()), n) if populate else pa.nulls(n, pa.string()),
+        COMMIT_SEQNO: rows.column(COMMIT_SEQNO).cast(pa.string()) if kept
+        else _seqnos(ctx.instant_time, task.partition_id, first_position, n) if populate
         else pa.nulls(n, pa.string()),
         RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
         PARTITION_PATH: rows.column(PARTITION_PATH).cast(pa.string()) if populate else pa.nulls(n, pa.string()),

@@ -90,6 +90,8 @@ class WriteContext:
     # metadata table's column_stats partition keeps them for log files too)
     log_column_stats: bool = False
     stats_columns: tuple[str, ...] = ()  # hoodie.metadata.index.column.stats.column.list (empty: all)
+    # clustering: rows keep the _hoodie_commit_time and _hoodie_commit_seqno they carry
+    preserve_commit_metadata: bool = False
 
 
 @dataclass

@@ -1,0 +1,302 @@
+"""Clustering: small file groups rewritten into fewer, larger ones, ordered for the queries.
+
+Scheduling writes ``T.replacecommit.requested`` holding a ``HoodieRequestedReplaceMetadata`` with
+operation ``CLUSTER`` and a ``HoodieClusteringPlan``: groups of file slices, each read and
+rewritten by one task. The plan follows Hudi's size-based strategy: in every considered partition,
+the slices whose base file is under ``...small.file.limit`` (none pending in another plan), largest
+first, are packed into groups of at most ``...max.bytes.per.group``, each to be written as about
+``size / ...target.file.max.bytes`` files; at most ``...max.num.groups`` groups. Running the plan
+(:mod:`pyhudi.spark.clustering`) completes ``T.replacecommit`` naming the input file groups in
+``partitionToReplaceFileIds``; until then readers see the old groups, and writers may not update
+them (Hudi's reject strategy): their writes fail at commit with
+:class:`pyhudi.errors.HudiClusteringUpdateError`.
+
+A pending clustering is a table service, not a failed write: a writer's rollback of failed writes
+leaves it to be run (again) by ``pyhudi clustering run``, which first removes what an interrupted
+attempt wrote.
+
+Records are ordered by ``...sort.columns`` (by record key without them): lexicographically, or along
+a Z-order or Hilbert curve over the columns' ranks (``hoodie.layout.optimize.strategy``), so that
+filters on any of the columns find their rows in few files.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.read.merge import SliceToRead
+from pyhudi.table.fs_view import FileSlice, FileSystemView
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_record, write_record
+from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.timeline.timeline import Timeline
+from pyhudi.transaction.lock import TableLock
+
+CLUSTER = "CLUSTER"
+EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ClusteringGroup:
+    """The file slices one task rewrites (``HoodieClusteringGroup``); paths relative to the table."""
+
+    partition_path: str
+    slices: tuple[SliceToRead, ...]
+    num_output_file_groups: int
+    input_bytes: int
+
+
+@dataclass(frozen=True)
+class ClusteringPlan:
+    groups: tuple[ClusteringGroup, ...]
+    sort_columns: tuple[str, ...]
+    strategy_params: Mapping[str, str]
+
+    def file_groups(self) -> set[tuple[str, str]]:
+        return {(s.partition_path, s.file_id) for g in self.groups for s in g.slices}
+
+    def to_bytes(self, base_path: str) -> bytes:
+        def full(rel: str) -> str:
+            return f"{base_path.rstrip('/')}/{rel}"
+
+        groups = [{
+            "slices": [{"dataFilePath": full(s.base_file) if s.base_file else "",
+                        "deltaFilePaths": [full(p) for p in s.log_files], "fileId": s.file_id,
+                        "partitionPath": s.partition_path, "bootstrapFilePath": "", "version": 1} for s in g.slices],
+            "metrics": {"TOTAL_IO_READ_MB": g.input_bytes / MB, "TOTAL_LOG_FILES": float(
+                sum(len(s.log_files) for s in g.slices))},
+            "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None, "version": 1,
+        } for g in self.groups]
+        return write_record(REQUESTED_REPLACE_METADATA_FULL, {
+            "operationType": CLUSTER, "extraMetadata": {}, "version": 1,
+            "clusteringPlan": {"inputGroups": groups, "extraMetadata": None, "version": 1,
+                               "preserveHoodieMetadata": True,
+                               "strategy": {"strategyClassName": EXECUTION_STRATEGY,
+                                            "strategyParams": dict(self.strategy_params), "version": 1}}})
+
+
+def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPlan | None:
+    """The clustering plan of a pending replacecommit; None when it is another replace (an overwrite)."""
+    requested = Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)
+    try:
+        data = timeline.storage.read_bytes(timeline.path_of(requested))
+    except FileNotFoundError:
+        return None
+    if not data:
+        return None
+    record = read_record(data, REQUESTED_REPLACE_METADATA_FULL)
+    plan = record.get("clusteringPlan")
+    if record.get("operationType") != CLUSTER or not plan:
+        return None
+    base = timeline.storage.base_path.rstrip("/") + "/"
+
+    def rel(path: str | None) -> str | None:
+        if not path:
+            return None
+        path = re.sub(r"^[a-z0-9]+:(//)?", "", path) if not path.startswith("/") else path
+        path = "/" + path.lstrip("/")
+        return path[len(base):] if path.startswith(base) else path.lstrip("/")
+
+    groups = []
+    for g in plan.get("inputGroups") or []:
+        slices = tuple(SliceToRead(s.get("partitionPath") or "", s.get("fileId") or "", rel(s.get("dataFilePath")),
+                                   tuple(r for r in (rel(p) for p in s.get("deltaFilePaths") or []) if r))
+                       for s in g.get("slices") or [])
+        metrics = g.get("metrics") or {}
+        groups.append(ClusteringGroup(slices[0].partition_path if slices else "", slices,
+                                      int(g.get("numOutputFileGroups") or 1),
+                                      int(float(metrics.get("TOTAL_IO_READ_MB", 0)) * MB)))
+    params = dict((plan.get("strategy") or {}).get("strategyParams") or {})
+    sort = tuple(c.strip() for c in params.get(C.CLUSTERING_SORT_COLUMNS.key, "").split(",") if c.strip())
+    return ClusteringPlan(tuple(groups), sort, params)
+
+
+def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPlan]]:
+    """Pending replacecommits that are clustering plans, oldest first."""
+    out = []
+    for inst in timeline.pending([REPLACE_COMMIT]):
+        plan = read_clustering_plan(timeline, inst.timestamp)
+        if plan is not None:
+            out.append((inst, plan))
+    return out
+
+
+def clustering_instants(timeline: Timeline) -> set[str]:
+    return {inst.timestamp for inst, _ in pending_clusterings(timeline)}
+
+
+def clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
+    """(partition, file id) -> the pending clustering that rewrites the group."""
+    return {g: inst.timestamp for inst, plan in pending_clusterings(timeline) for g in plan.file_groups()}
+
+
+def considered_partitions(partitions: Iterable[str], cfg: HudiConfig) -> list[str]:
+    """The partitions a plan looks at: filter mode, regex and selection, as Hudi applies them."""
+    chosen = sorted(partitions)
+    mode = cfg.get(C.CLUSTERING_PARTITION_FILTER_MODE)
+    if mode == "RECENT_DAYS":
+        skip, keep = cfg.get(C.CLUSTERING_SKIP_FROM_LATEST), cfg.get(C.CLUSTERING_LOOKBACK_PARTITIONS)
+        newest_first = sorted(chosen, reverse=True)[skip:skip + keep]
+        chosen = sorted(newest_first)
+    elif mode == "SELECTED_PARTITIONS":
+        begin, end = cfg.get(C.CLUSTERING_BEGIN_PARTITION), cfg.get(C.CLUSTERING_END_PARTITION)
+        chosen = [p for p in chosen if (begin is None or p >= begin) and (end is None or p <= end)]
+    if cfg.get(C.CLUSTERING_PARTITION_REGEX):
+        regex = re.compile(cfg.get(C.CLUSTERING_PARTITION_REGEX))
+        chosen = [p for p in chosen if regex.fullmatch(p)]
+    if cfg.get(C.CLUSTERING_PARTITION_SELECTED):
+        wanted = set(cfg.get(C.CLUSTERING_PARTITION_SELECTED))
+        chosen = [p for p in chosen if p in wanted]
+    return chosen
+
+
+def plan_clustering(view: FileSystemView, cfg: HudiConfig, *, busy: set[tuple[str, str]]) -> ClusteringPlan:
+    """Hudi's size-based plan over ``view``; ``busy`` groups (pending compaction or clustering) are left out."""
+    limit = cfg.get(C.CLUSTERING_SMALL_FILE_LIMIT)
+    per_group, target = cfg.get(C.CLUSTERING_MAX_BYTES_PER_GROUP), cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES)
+    max_file = cfg.get(C.PARQUET_MAX_FILE_SIZE)
+    groups: list[ClusteringGroup] = []
+    for partition in considered_partitions(view.partitions, cfg):
+        def size(s: FileSlice) -> int:
+            return s.base_file.size if s.base_file is not None else max_file
+
+        eligible = [s for s in view.latest_slices(partition) if (s.partition_path, s.file_id) not in busy
+                    and (s.base_file.size if s.base_file is not None else 0) < limit]
+        eligible.sort(key=size, reverse=True)
+        current: list[FileSlice] = []
+        total = 0
+        for piece in eligible:
+            if current and total + size(piece) > per_group:
+                groups.append(_group(partition, current, total, target))
+                current, total = [], 0
+            current.append(piece)
+            total += size(piece)
+        if current and (len(current) > 1 or cfg.get(C.CLUSTERING_SINGLE_GROUP)):
+            groups.append(_group(partition, current, total, target))
+    params = {k: str(v) for k, v in cfg.raw.items() if k.startswith("hoodie.clustering.plan.strategy.")}
+    sort = tuple(cfg.get(C.CLUSTERING_SORT_COLUMNS) or ())
+    if sort:
+        params[C.CLUSTERING_SORT_COLUMNS.key] = ",".join(sort)
+    return ClusteringPlan(tuple(groups[:cfg.get(C.CLUSTERING_MAX_NUM_GROUPS)]), sort, params)
+
+
+def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> ClusteringGroup:
+    return ClusteringGroup(partition, tuple(s.to_read() for s in slices), max(1, math.ceil(total / target)), total)
+
+
+def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
+    """Write a clustering plan for ``table`` now; its instant, or None when nothing is worth clustering."""
+    from pyhudi.services.compaction import pending_file_groups
+
+    if cfg.get(C.INDEX_TYPE) == "BUCKET":
+        from pyhudi.errors import HudiUnsupportedError
+
+        raise HudiUnsupportedError("clustering a BUCKET-index table would move records out of their buckets' file "
+                                   "groups; pyhudi does not cluster such tables (Hudi 0.14 neither, for the simple "
+                                   "bucket engine)")
+    sort = cfg.get(C.CLUSTERING_SORT_COLUMNS)
+    schema = table.arrow_schema()
+    if sort and schema is not None:
+        unknown = [c for c in sort if c not in schema.names]
+        if unknown:
+            from pyhudi.errors import HudiConfigError
+
+            raise HudiConfigError(f"hoodie.clustering.plan.strategy.sort.columns names {', '.join(unknown)}, which "
+                                  f"the table does not have (its columns: {', '.join(schema.names)})")
+    with TableLock(table.path, cfg).held():
+        timeline = table.timeline.reload()
+        busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))
+        plan = plan_clustering(table.file_system_view(), cfg, busy=busy)
+        if not plan.groups:
+            return None
+        instant = new_instant_time(after=timeline.last_instant_time(), utc=table.config.utc_timeline)
+        timeline.create_requested(instant, REPLACE_COMMIT, plan.to_bytes(table.storage.full("")))
+        return instant
+
+
+def clustering_due(timeline: Timeline, cfg: HudiConfig) -> bool:
+    """Whether ``hoodie.clustering.inline.max.commits`` writes completed since the last clustering."""
+    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT
+                and (i.timestamp in clustering_instants(timeline) or _is_completed_clustering(timeline, i))],
+               default="")
+    writes = [i for i in timeline.completed([COMMIT, DELTA_COMMIT, REPLACE_COMMIT]) if i.timestamp > last]
+    return len(writes) >= cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS)
+
+
+def _is_completed_clustering(timeline: Timeline, instant: Instant) -> bool:
+    return instant.is_completed and timeline.commit_metadata(instant).operation_type == CLUSTER
+
+
+# -- ordering ------------------------------------------------------------------------------------
+def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndarray:
+    """Row order of ``rows``: by ``columns`` (record key without them), linear or along a curve."""
+    if not columns:
+        return np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")]))
+    if strategy == "linear" or len(columns) == 1:
+        keys = [(c, "ascending", "at_start") for c in columns] + [(RECORD_KEY, "ascending", "at_end")]
+        return np.asarray(pc.sort_indices(rows, sort_keys=keys))
+    bits = max(1, min(21, 63 // len(columns)))
+    coords = np.stack([_scaled_rank(rows.column(c), bits) for c in columns])
+    index = z_order(coords, bits) if strategy == "z-order" else hilbert(coords, bits)
+    return np.lexsort((np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")])).argsort(), index))
+
+
+def _scaled_rank(column: pa.ChunkedArray, bits: int) -> np.ndarray:
+    """Dense ranks of a column (nulls first) spread over ``bits`` bits: every type orders the same way."""
+    ranks = np.asarray(pc.rank(column, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense"),
+                       dtype=np.uint64) - np.uint64(1)
+    top = int(ranks.max()) if len(ranks) else 0
+    scale = (1 << bits) - 1
+    if top == 0:
+        return np.zeros(len(ranks), dtype=np.uint64)
+    return (ranks.astype(np.float64) * (scale / top)).astype(np.uint64)
+
+
+def z_order(coords: np.ndarray, bits: int) -> np.ndarray:
+    """Morton codes: the bits of the coordinates interleaved, highest first."""
+    dims = coords.shape[0]
+    out = np.zeros(coords.shape[1], dtype=np.uint64)
+    for b in range(bits):
+        for d in range(dims):
+            bit = (coords[d] >> np.uint64(b)) & np.uint64(1)
+            out |= bit << np.uint64(b * dims + (dims - 1 - d))
+    return out
+
+
+def hilbert(coords: np.ndarray, bits: int) -> np.ndarray:
+    """Hilbert-curve distances (Skilling's transform of the coordinates, then their bits interleaved)."""
+    x = coords.astype(np.uint64).copy()
+    dims = x.shape[0]
+    m = np.uint64(1 << (bits - 1))
+    q = m
+    while q > 1:
+        p = q - np.uint64(1)
+        for i in range(dims):
+            high = (x[i] & q) != 0
+            flipped = x[0] ^ p
+            t = (x[0] ^ x[i]) & p
+            x0 = np.where(high, flipped, x[0] ^ t)
+            if i:
+                x[i] = np.where(high, x[i], x[i] ^ t)
+            x[0] = x0
+        q >>= np.uint64(1)
+    for i in range(1, dims):
+        x[i] ^= x[i - 1]
+    t = np.zeros(x.shape[1], dtype=np.uint64)
+    q = m
+    while q > 1:
+        t = np.where((x[dims - 1] & q) != 0, t ^ (q - np.uint64(1)), t)
+        q >>= np.uint64(1)
+    x ^= t
+    return z_order(x, bits)

@@ -1,0 +1,177 @@
+"""Running clustering plans on Spark: one task per clustering group, the driver commits.
+
+Each task merges its group's file slices (base file and log blocks) with pyarrow, orders the
+records (:func:`pyhudi.services.clustering.ordering`) and writes them as new file groups cut at
+``hoodie.clustering.plan.strategy.target.file.max.bytes``, keeping each record's commit time and
+sequence number (``hoodie.clustering.preserve.commit.metadata``). The driver then completes
+``T.replacecommit`` (operation ``CLUSTER``) retiring the input groups, under the table lock; the
+record index, where the table keeps one, learns the keys' new file groups in the same step.
+
+A plan whose earlier attempt died (its instant inflight, its heartbeat expired) is re-attempted:
+the files its markers name are deleted first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiClusteringError
+from pyhudi.io.avro_schema import table_avro_schema
+from pyhudi.io.base_file import parquet_settings
+from pyhudi.metadata.sync import complete_instant
+from pyhudi.metadata.table import RECORD_INDEX_PARTITION
+from pyhudi.read.merge import MergeSpec, read_slice
+from pyhudi.services.clustering import (
+    CLUSTER,
+    clustering_due,
+    ordering,
+    pending_clusterings,
+    read_clustering_plan,
+    schedule_clustering,
+)
+from pyhudi.spark.merged import spread
+from pyhudi.spark.record_index import write_changes
+from pyhudi.spark.worker import map_in_arrow
+from pyhudi.storage import Storage
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import REPLACE_COMMIT, State
+from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
+from pyhudi.transaction.lock import TableLock
+from pyhudi.write.bulk_insert import bulk_insert_writer
+from pyhudi.write.columns import STATS_DDL
+from pyhudi.write.commit import commit_metadata
+from pyhudi.write.handles import current_task
+from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.plan import WriteContext
+
+log = logging.getLogger("pyhudi")
+
+
+def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
+                   options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Execute the pending clustering plan ``instant_time`` and complete it; returns its figures."""
+    cfg = HudiConfig.of(options)
+    lock = TableLock(table.path, cfg)
+    policy = HeartbeatPolicy.of(cfg)
+    started = time.monotonic()
+    with lock.held():
+        timeline = table.timeline.reload()
+        if timeline.is_completed(instant_time):
+            raise HudiClusteringError(f"clustering {instant_time} has already completed")
+        plan = read_clustering_plan(timeline, instant_time)
+        if plan is None:
+            raise HudiClusteringError(f"{instant_time} is not a pending clustering of {table.path}")
+        if timeline.has_state(instant_time, State.INFLIGHT, REPLACE_COMMIT):
+            if is_alive(table.storage, instant_time, policy):
+                raise HudiClusteringError(f"clustering {instant_time} is being run by another process (heartbeat "
+                                          f"{heartbeat_age(table.storage, instant_time):.0f} s ago)")
+            for path, _io in list_markers(table.storage, instant_time):  # an earlier attempt died
+                table.storage.delete(path)
+            delete_markers(table.storage, instant_time)
+            log.warning("re-attempting clustering %s", instant_time)
+        else:
+            timeline.transition_inflight(instant_time, REPLACE_COMMIT, b"")
+        heartbeat = Heartbeat(table.storage, instant_time, policy).start()
+    try:
+        return _execute(spark, table, cfg, lock, instant_time, plan, started)
+    finally:
+        heartbeat.stop()
+
+
+def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
+             plan: Any, started: float) -> dict[str, Any]:
+    file_schema = table.arrow_schema()
+    if file_schema is None:
+        raise HudiClusteringError(f"{table.path} has no committed schema to cluster with")
+    avro = table_avro_schema(file_schema, table.name, with_meta_fields=True)
+    ctx = WriteContext(
+        base_uri=table.storage.base_uri, instant_time=instant_time,
+        settings=parquet_settings(cfg, avro, populate_meta_fields=table.config.populate_meta_fields),
+        storage_schema_ipc=file_schema.serialize().to_pybytes(), precombine_field=None, keep_larger_ordering=False,
+        max_file_size=cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES),
+        compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
+        preserve_commit_metadata=cfg.get(C.CLUSTERING_PRESERVE_COMMIT_METADATA))
+    spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
+    visibility = table.file_system_view().visibility(before=instant_time)
+    groups = list(plan.groups)
+    sort_columns, strategy = plan.sort_columns, cfg.get(C.LAYOUT_OPTIMIZE_STRATEGY)
+    base_uri = table.storage.base_uri
+    schema_ipc = file_schema.serialize().to_pybytes()
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri)
+        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                group = groups[i]
+                merged = [read_slice(storage, piece, schema, spec, visibility)[0] for piece in group.slices]
+                rows = pa.concat_tables(merged) if merged else schema.empty_table()
+                if not rows.num_rows:
+                    continue
+                rows = rows.take(ordering(rows, sort_columns, strategy))
+                expected = {(current_task().partition_id, group.partition_path): rows.num_rows}
+                yield from bulk_insert_writer(rows.to_batches(max_chunksize=64 * 1024), ctx, expected)
+
+    stats = [r.asDict() for r in map_in_arrow(spread(spark, len(groups)), body, STATS_DDL).collect()] if groups else []
+    replaced: dict[str, list[str]] = {}
+    for g in groups:
+        for piece in g.slices:
+            replaced.setdefault(piece.partition_path, []).append(piece.file_id)
+    meta = commit_metadata(stats, operation_type=CLUSTER, schema_json=table.avro_schema() or "", replaced=replaced)
+    index_files = write_changes(spark, table, instant_time, stats, replaced, spec, file_schema)
+    with lock.held():
+        timeline = table.timeline.reload()
+        if not timeline.has_state(instant_time, State.INFLIGHT, REPLACE_COMMIT):
+            raise HudiClusteringError(f"clustering {instant_time} was completed or undone by another process while "
+                                      "it ran; its files are left to the cleaner")
+        complete_instant(table.storage, timeline, instant_time, REPLACE_COMMIT, meta.to_json().encode("utf-8"),
+                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS),
+                         written={RECORD_INDEX_PARTITION: index_files} if index_files else None,
+                         stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
+    delete_markers(table.storage, instant_time)
+    seconds = time.monotonic() - started
+    figures = {"instant": instant_time, "groups": len(groups),
+               "input_file_groups": sum(len(v) for v in replaced.values()), "output_files": len(stats),
+               "records": sum(r["num_writes"] for r in stats), "seconds": round(seconds, 3)}
+    log.info("clustering %s: %s", instant_time, figures)
+    return figures
+
+
+def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+            instant: str | None = None) -> list[dict[str, Any]]:
+    """Run clustering ``instant``, or every pending plan (scheduling one first if none is pending).
+
+    Returns the figures of each clustering completed; empty when nothing was worth clustering.
+    """
+    table = HudiTable(path)
+    cfg = HudiConfig.of(options)
+    if instant is not None:
+        return [run_clustering(spark, table, instant, cfg.raw)]
+    policy = HeartbeatPolicy.of(cfg)
+    pending = [i.timestamp for i, _ in pending_clusterings(table.timeline)
+               if not (i.state == State.INFLIGHT and is_alive(table.storage, i.timestamp, policy))]
+    if not pending:
+        scheduled = schedule_clustering(table, cfg)
+        pending = [scheduled] if scheduled else []
+    return [run_clustering(spark, table, inst, cfg.raw) for inst in pending]
+
+
+def inline_clustering(spark: SparkSession, table: HudiTable, cfg: HudiConfig) -> list[str]:
+    """After a write: schedule (and with ``hoodie.clustering.inline`` run) a clustering once due."""
+    inline, schedule_only = cfg.get(C.CLUSTERING_INLINE), cfg.get(C.CLUSTERING_SCHEDULE_INLINE)
+    if not (inline or schedule_only) or not clustering_due(table.timeline.reload(), cfg):
+        return []
+    instant = schedule_clustering(table, cfg)
+    if instant is None:
+        return []
+    if inline:
+        run_clustering(spark, table, instant, cfg.raw)
+    return [instant]

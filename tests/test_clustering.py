@@ -1,0 +1,167 @@
+"""Clustering: Hudi's size-based plans, the curves that order records, and a plan's life beside writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import hudi_rs_rows
+
+import pyhudi
+from pyhudi.config import HudiConfig
+from pyhudi.services.clustering import (
+    considered_partitions,
+    hilbert,
+    ordering,
+    pending_clusterings,
+    read_clustering_plan,
+    z_order,
+)
+
+SCHEMA = "key string, part string, ts long, x double, y double"
+
+
+def options(table_type: str = "COPY_ON_WRITE", **extra: str) -> dict[str, str]:
+    return {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.table.type": table_type, "hoodie.parquet.small.file.limit": "0", **extra}
+
+
+def small_files(spark, path: str, opts: dict, batches: int = 4) -> None:
+    """A table of ``batches`` small files per partition (no small-file handling)."""
+    for b in range(batches):
+        rows = [(f"k{b}-{i:02d}", f"p{i % 2}", b, float((i * 7) % 20), float((i * 13) % 20)) for i in range(30)]
+        pyhudi.write(spark.createDataFrame(rows, SCHEMA), path, opts)
+
+
+def rows_of(spark, path: str, **kw) -> list[tuple]:
+    return sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in pyhudi.read(spark, path, **kw).collect())
+
+
+def test_curves_visit_every_cell_once_and_hilbert_steps_to_neighbours():
+    for dims, bits in ((2, 3), (3, 3)):
+        cells = np.stack(np.meshgrid(*[np.arange(1 << bits)] * dims)).reshape(dims, -1).astype(np.uint64)
+        n = 1 << (bits * dims)
+        assert sorted(z_order(cells, bits).tolist()) == list(range(n))
+        h = hilbert(cells, bits)
+        assert sorted(h.tolist()) == list(range(n))
+        path = cells[:, np.argsort(h)].T.astype(int)
+        assert all(np.abs(a - b).sum() == 1 for a, b in zip(path[:-1], path[1:]))
+
+
+def test_ordering_by_columns_keys_and_curves():
+    rows = pa.table({"a": [3, 1, None, 2], "b": ["x", "y", "z", "w"], "_hoodie_record_key": ["4", "3", "2", "1"]})
+    assert ordering(rows, (), "linear").tolist() == [3, 2, 1, 0]  # by record key
+    assert ordering(rows, ("a",), "linear").tolist() == [2, 1, 3, 0]  # nulls first
+    for strategy in ("z-order", "hilbert"):
+        order = ordering(rows, ("a", "b"), strategy)
+        assert sorted(order.tolist()) == [0, 1, 2, 3]
+
+
+def test_partition_filters():
+    parts = [f"2024-01-0{d}" for d in range(1, 8)]
+    assert considered_partitions(parts, HudiConfig.of({})) == parts
+    recent = HudiConfig.of({"hoodie.clustering.plan.partition.filter.mode": "RECENT_DAYS",
+                            "hoodie.clustering.plan.strategy.daybased.lookback.partitions": "2",
+                            "hoodie.clustering.plan.strategy.daybased.skipfromlatest.partitions": "1"})
+    assert considered_partitions(parts, recent) == ["2024-01-05", "2024-01-06"]
+    selected = HudiConfig.of({"hoodie.clustering.plan.partition.filter.mode": "SELECTED_PARTITIONS",
+                              "hoodie.clustering.plan.strategy.cluster.begin.partition": "2024-01-03",
+                              "hoodie.clustering.plan.strategy.cluster.end.partition": "2024-01-04"})
+    assert considered_partitions(parts, selected) == ["2024-01-03", "2024-01-04"]
+    regex = HudiConfig.of({"hoodie.clustering.plan.strategy.partition.regex.pattern": r".*-0[12]"})
+    assert considered_partitions(parts, regex) == ["2024-01-01", "2024-01-02"]
+    with pytest.raises(pyhudi.HudiConfigError):
+        HudiConfig.of({"hoodie.clustering.plan.partition.filter.mode": "DAY_ROLLING"}).get(
+            pyhudi.config.CLUSTERING_PARTITION_FILTER_MODE)
+
+
+def test_plan_packs_groups_by_size(spark, tmp_path):
+    path = str(tmp_path / "t")
+    small_files(spark, path, options())
+    table = pyhudi.HudiTable(path)
+    sizes = sorted(b.size for b in table.file_system_view().latest_base_files())
+    # groups of at most two files' bytes: 4 files per partition make 2 groups each, one output file each
+    per_group = str(sizes[-1] * 2 + 1)
+    instant = pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.max.bytes.per.group": per_group,
+                                                "hoodie.clustering.plan.strategy.max.num.groups": "3",
+                                                "hoodie.clustering.plan.strategy.sort.columns": "x"})
+    plan = read_clustering_plan(pyhudi.HudiTable(path).timeline, instant)
+    assert plan is not None and len(plan.groups) == 3 and plan.sort_columns == ("x",)
+    assert all(len(g.slices) == 2 and g.num_output_file_groups == 1 for g in plan.groups)
+    with pytest.raises(pyhudi.HudiConfigError, match="sort.columns"):
+        pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.sort.columns": "nope"})
+    # the groups of a pending plan are not planned again
+    again = pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.single.group.clustering.enabled":
+                                              "false"})
+    if again is not None:
+        second = read_clustering_plan(pyhudi.HudiTable(path).timeline, again)
+        assert not plan.file_groups() & second.file_groups()
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_clustering_beside_writers(spark, tmp_path, table_type):
+    path = str(tmp_path / "t")
+    opts = options(table_type, **{"hoodie.cleaner.policy.failed.writes": "EAGER"})
+    small_files(spark, path, opts)
+    pyhudi.write(spark.createDataFrame([("k0-01", "p1", 9, 1.0, 1.0)], SCHEMA), path, opts)  # a log file on MOR
+    before = rows_of(spark, path)
+    last_write = pyhudi.HudiTable(path).timeline.completed_writes()[-1].timestamp
+    instant = pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.sort.columns": "x,y",
+                                                "hoodie.layout.optimize.strategy": "z-order"})
+    assert instant is not None
+    # a write changing a clustered file group is refused and leaves nothing behind; inserts go on
+    with pytest.raises(pyhudi.HudiClusteringUpdateError, match=instant):
+        pyhudi.write(spark.createDataFrame([("k1-01", "p1", 10, 5.0, 5.0)], SCHEMA), path, opts)
+    assert rows_of(spark, path) == before
+    pyhudi.write(spark.createDataFrame([("new", "p0", 11, 2.0, 2.0)], SCHEMA), path, opts)
+    before = rows_of(spark, path)
+    table = pyhudi.HudiTable(path)
+    assert [i.timestamp for i, _ in pending_clusterings(table.timeline)] == [instant], \
+        "a writer's rollback of failed writes leaves the plan"
+    done = pyhudi.cluster(spark, path, {"hoodie.layout.optimize.strategy": "z-order"})
+    assert [d["instant"] for d in done] == [instant]
+    after = rows_of(spark, path)
+    assert after == before, "same records, same commit times"
+    assert sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in hudi_rs_rows(path)) == after
+    table = pyhudi.HudiTable(path)
+    assert len(table.file_system_view().latest_base_files()) < 6
+    meta = table.timeline.commit_metadata(next(i for i in table.timeline.completed_writes() if i.timestamp == instant))
+    assert meta.operation_type == "CLUSTER" and sum(map(len, meta.partition_to_replace_file_ids.values())) >= 8
+    pull = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.read.begin.instanttime": last_write}
+    assert [r[0] for r in rows_of(spark, path, options=pull)] == ["new"], "clustered records are not new"
+    pyhudi.write(spark.createDataFrame([("k1-01", "p1", 12, 6.0, 6.0)], SCHEMA), path, opts)  # allowed again
+    assert [r[2] for r in rows_of(spark, path) if r[0] == "k1-01"] == [6.0]
+    cli = subprocess.run([sys.executable, "-m", "pyhudi.cli", "clustering", "show", "--path", path],
+                         capture_output=True, text=True, check=True).stdout
+    assert instant in cli and "COMPLETED" in cli
+
+
+def test_a_dead_clustering_is_run_again_and_a_completed_one_rolled_back(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    opts = options()
+    small_files(spark, path, opts, batches=3)
+    before = rows_of(spark, path)
+    instant = pyhudi.schedule_clustering(path)
+
+    def died(*_args, **_kw):
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr("pyhudi.spark.clustering.complete_instant", died)
+    with pytest.raises(RuntimeError):
+        pyhudi.cluster(spark, path, {"hoodie.client.heartbeat.interval_in_ms": "100"}, instant=instant)
+    monkeypatch.undo()
+    assert rows_of(spark, path) == before  # the attempt's files are invisible
+    import time
+
+    time.sleep(0.5)  # its heartbeat expires
+    done = pyhudi.cluster(spark, path, {"hoodie.client.heartbeat.interval_in_ms": "100"})
+    assert [d["instant"] for d in done] == [instant] and rows_of(spark, path) == before
+    pyhudi.rollback(path, instant)
+    assert rows_of(spark, path) == before
+    assert len(pyhudi.HudiTable(path).file_system_view().latest_base_files()) == 6
+    with pytest.raises(pyhudi.HudiUnsupportedError, match="BUCKET"):
+        pyhudi.schedule_clustering(path, {"hoodie.index.type": "BUCKET"})
