@@ -72,8 +72,8 @@ def main() -> None:
         print(f"{load.num_rows:,} rows, {args.days} days, bulk-inserted in 1 MB files; PySpark {spark.version}")
         for label, layout in LAYOUTS.items():
             path = str(work / label.replace(" ", "_").replace(",", "_"))
-            pyhudi.write(pandas_frame(spark, load), path, {**OPTIONS, "hoodie.datasource.write.operation": "bulk_insert",
-                                                           "hoodie.parquet.max.file.size": str(1 << 20)})
+            pyhudi.write(pandas_frame(spark, load), path, {
+                **OPTIONS, "hoodie.datasource.write.operation": "bulk_insert", "hoodie.parquet.max.file.size": str(1 << 20)})
             n, mb = files(path)
             before = run_queries(spark, path, wanted)
             started = time.monotonic()
