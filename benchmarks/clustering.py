@@ -7,7 +7,7 @@ separate copies: sorted by ``drone_id, ts`` (linear), and along a Z-order curve 
 Queries (medians of five after a warm-up, ``pyhudi.read`` with the filter, so data skipping
 applies): a point lookup by key, one drone's readings, a lat/lon box, and ``avg(speed)`` per day.
 
-    python benchmarks/clustering.py [--days 10]
+    python benchmarks/clustering.py [--days 20]
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def files(path: str) -> tuple[int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--days", type=int, default=10)
+    parser.add_argument("--days", type=int, default=20)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     spark = pyhudi.spark_session()
@@ -72,8 +72,9 @@ def main() -> None:
         print(f"{load.num_rows:,} rows, {args.days} days, bulk-inserted in 1 MB files; PySpark {spark.version}")
         for label, layout in LAYOUTS.items():
             path = str(work / label.replace(" ", "_").replace(",", "_"))
-            pyhudi.write(pandas_frame(spark, load), path, {
-                **OPTIONS, "hoodie.datasource.write.operation": "bulk_insert", "hoodie.parquet.max.file.size": str(1 << 20)})
+            bulk = {**OPTIONS, "hoodie.datasource.write.operation": "bulk_insert",
+                    "hoodie.parquet.max.file.size": str(1 << 20)}
+            pyhudi.write(pandas_frame(spark, load), path, bulk)
             n, mb = files(path)
             before = run_queries(spark, path, wanted)
             started = time.monotonic()
