@@ -165,3 +165,22 @@ def test_a_dead_clustering_is_run_again_and_a_completed_one_rolled_back(spark, t
     assert len(pyhudi.HudiTable(path).file_system_view().latest_base_files()) == 6
     with pytest.raises(pyhudi.HudiUnsupportedError, match="BUCKET"):
         pyhudi.schedule_clustering(path, {"hoodie.index.type": "BUCKET"})
+
+
+def test_a_write_that_planned_before_the_clustering_is_refused_at_commit(spark, tmp_path, monkeypatch):
+    """The plan is scheduled while an update writes its files: the update may not commit into groups the
+    clustering rewrites (it would be lost when the clustering replaces them)."""
+    from test_concurrency import _with_other_write_before_commit
+
+    path = str(tmp_path / "t")
+    opts = options()
+    small_files(spark, path, opts, batches=2)
+    before = rows_of(spark, path)
+    planned: list[str | None] = []
+    _with_other_write_before_commit(monkeypatch, lambda: planned.append(pyhudi.schedule_clustering(path)))
+    with pytest.raises(pyhudi.HudiClusteringUpdateError):
+        pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
+    monkeypatch.undo()
+    assert planned[0] is not None and rows_of(spark, path) == before
+    pyhudi.cluster(spark, path)
+    assert rows_of(spark, path) == before
