@@ -56,9 +56,10 @@ def test_ordering_by_columns_keys_and_curves():
     rows = pa.table({"a": [3, 1, None, 2], "b": ["x", "y", "z", "w"], "_hoodie_record_key": ["4", "3", "2", "1"]})
     assert ordering(rows, (), "linear").tolist() == [3, 2, 1, 0]  # by record key
     assert ordering(rows, ("a",), "linear").tolist() == [2, 1, 3, 0]  # nulls first
-    for strategy in ("z-order", "hilbert"):
-        order = ordering(rows, ("a", "b"), strategy)
-        assert sorted(order.tolist()) == [0, 1, 2, 3]
+    # dense ranks (a, b), nulls first: row0 (3, 1), row1 (1, 2), row2 (0, 3), row3 (2, 0), spread over 21 bits
+    # each: the interleaved codes start 1011, 0110, 0101, 1000
+    assert ordering(rows, ("a", "b"), "z-order").tolist() == [2, 1, 3, 0]
+    assert ordering(rows, ("a", "b"), "hilbert").tolist() == [2, 1, 0, 3]
 
 
 def test_partition_filters():
@@ -94,12 +95,12 @@ def test_plan_packs_groups_by_size(spark, tmp_path):
     assert all(len(g.slices) == 2 and g.num_output_file_groups == 1 for g in plan.groups)
     with pytest.raises(pyhudi.HudiConfigError, match="sort.columns"):
         pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.sort.columns": "nope"})
-    # the groups of a pending plan are not planned again
+    # the groups of a pending plan are not planned again: the two files left make the next plan
     again = pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.single.group.clustering.enabled":
                                               "false"})
-    if again is not None:
-        second = read_clustering_plan(pyhudi.HudiTable(path).timeline, again)
-        assert not plan.file_groups() & second.file_groups()
+    second = read_clustering_plan(pyhudi.HudiTable(path).timeline, again)
+    assert second is not None and len(second.file_groups()) == 2
+    assert not plan.file_groups() & second.file_groups()
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
@@ -184,3 +185,21 @@ def test_a_write_that_planned_before_the_clustering_is_refused_at_commit(spark, 
     assert planned[0] is not None and rows_of(spark, path) == before
     pyhudi.cluster(spark, path)
     assert rows_of(spark, path) == before
+
+
+def test_an_update_is_refused_when_a_clustering_completed_while_it_wrote(spark, tmp_path, monkeypatch):
+    """Single-writer mode: the clustering is a table service that runs beside the write; the write may
+    not commit into a file group the clustering retired meanwhile (its update would be lost)."""
+    from test_concurrency import _with_other_write_before_commit
+
+    path = str(tmp_path / "t")
+    opts = options()
+    small_files(spark, path, opts, batches=2)
+    before = rows_of(spark, path)
+    _with_other_write_before_commit(monkeypatch, lambda: pyhudi.cluster(spark, path))
+    with pytest.raises(pyhudi.HudiClusteringUpdateError):
+        pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
+    monkeypatch.undo()
+    assert rows_of(spark, path) == before
+    pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
+    assert [r[2] for r in rows_of(spark, path) if r[0] == "k0-01"] == [9.0]

@@ -41,6 +41,7 @@ from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_r
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import TableLock
+from pyhudi.write.markers import list_markers
 
 CLUSTER = "CLUSTER"
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
@@ -62,13 +63,14 @@ class ClusteringPlan:
     groups: tuple[ClusteringGroup, ...]
     sort_columns: tuple[str, ...]
     strategy_params: Mapping[str, str]
+    preserve_commit_metadata: bool = True
 
     def file_groups(self) -> set[tuple[str, str]]:
         return {(s.partition_path, s.file_id) for g in self.groups for s in g.slices}
 
-    def to_bytes(self, base_path: str) -> bytes:
+    def to_bytes(self, base_uri: str) -> bytes:
         def full(rel: str) -> str:
-            return f"{base_path.rstrip('/')}/{rel}"
+            return f"{base_uri.rstrip('/')}/{rel}"
 
         groups = [{
             "slices": [{"dataFilePath": full(s.base_file) if s.base_file else "",
@@ -81,7 +83,7 @@ class ClusteringPlan:
         return write_record(REQUESTED_REPLACE_METADATA_FULL, {
             "operationType": CLUSTER, "extraMetadata": {}, "version": 1,
             "clusteringPlan": {"inputGroups": groups, "extraMetadata": None, "version": 1,
-                               "preserveHoodieMetadata": True,
+                               "preserveHoodieMetadata": self.preserve_commit_metadata,
                                "strategy": {"strategyClassName": EXECUTION_STRATEGY,
                                             "strategyParams": dict(self.strategy_params), "version": 1}}})
 
@@ -99,14 +101,13 @@ def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPla
     plan = record.get("clusteringPlan")
     if record.get("operationType") != CLUSTER or not plan:
         return None
-    base = timeline.storage.base_path.rstrip("/") + "/"
+    base = _without_scheme(timeline.storage.uri("")).rstrip("/") + "/"
 
     def rel(path: str | None) -> str | None:
         if not path:
             return None
-        path = re.sub(r"^[a-z0-9]+:(//)?", "", path) if not path.startswith("/") else path
-        path = "/" + path.lstrip("/")
-        return path[len(base):] if path.startswith(base) else path.lstrip("/")
+        bare = _without_scheme(path)
+        return bare[len(base):] if bare.startswith(base) else bare
 
     groups = []
     for g in plan.get("inputGroups") or []:
@@ -119,7 +120,12 @@ def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPla
                                       int(float(metrics.get("TOTAL_IO_READ_MB", 0)) * MB)))
     params = dict((plan.get("strategy") or {}).get("strategyParams") or {})
     sort = tuple(c.strip() for c in params.get(C.CLUSTERING_SORT_COLUMNS.key, "").split(",") if c.strip())
-    return ClusteringPlan(tuple(groups), sort, params)
+    return ClusteringPlan(tuple(groups), sort, params, plan.get("preserveHoodieMetadata") is not False)
+
+
+def _without_scheme(path: str) -> str:
+    """A path or URI as scheme-less, slash-free at the start (file:/t, file:///t, /t and s3a://b/t alike)."""
+    return re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:(//)?", "", path).lstrip("/")
 
 
 def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPlan]]:
@@ -132,18 +138,21 @@ def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPla
     return out
 
 
-def clustering_instants(timeline: Timeline) -> set[str]:
-    return {inst.timestamp for inst, _ in pending_clusterings(timeline)}
-
-
 def clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
     """(partition, file id) -> the pending clustering that rewrites the group."""
     return {g: inst.timestamp for inst, plan in pending_clusterings(timeline) for g in plan.file_groups()}
 
 
 def considered_partitions(partitions: Iterable[str], cfg: HudiConfig) -> list[str]:
-    """The partitions a plan looks at: filter mode, regex and selection, as Hudi applies them."""
+    """The partitions a plan looks at, as Hudi picks them: the selected partitions, else those the
+    regex matches, then the filter mode."""
     chosen = sorted(partitions)
+    if cfg.get(C.CLUSTERING_PARTITION_SELECTED):
+        wanted = set(cfg.get(C.CLUSTERING_PARTITION_SELECTED))
+        chosen = [p for p in chosen if p in wanted]
+    elif cfg.get(C.CLUSTERING_PARTITION_REGEX):
+        regex = re.compile(cfg.get(C.CLUSTERING_PARTITION_REGEX))
+        chosen = [p for p in chosen if regex.fullmatch(p)]
     mode = cfg.get(C.CLUSTERING_PARTITION_FILTER_MODE)
     if mode == "RECENT_DAYS":
         skip, keep = cfg.get(C.CLUSTERING_SKIP_FROM_LATEST), cfg.get(C.CLUSTERING_LOOKBACK_PARTITIONS)
@@ -152,17 +161,14 @@ def considered_partitions(partitions: Iterable[str], cfg: HudiConfig) -> list[st
     elif mode == "SELECTED_PARTITIONS":
         begin, end = cfg.get(C.CLUSTERING_BEGIN_PARTITION), cfg.get(C.CLUSTERING_END_PARTITION)
         chosen = [p for p in chosen if (begin is None or p >= begin) and (end is None or p <= end)]
-    if cfg.get(C.CLUSTERING_PARTITION_REGEX):
-        regex = re.compile(cfg.get(C.CLUSTERING_PARTITION_REGEX))
-        chosen = [p for p in chosen if regex.fullmatch(p)]
-    if cfg.get(C.CLUSTERING_PARTITION_SELECTED):
-        wanted = set(cfg.get(C.CLUSTERING_PARTITION_SELECTED))
-        chosen = [p for p in chosen if p in wanted]
     return chosen
 
 
-def plan_clustering(view: FileSystemView, cfg: HudiConfig, *, busy: set[tuple[str, str]]) -> ClusteringPlan:
-    """Hudi's size-based plan over ``view``; ``busy`` groups (pending compaction or clustering) are left out."""
+def plan_clustering(view: FileSystemView, cfg: HudiConfig, *, busy: set[tuple[str, str]],
+                    uncommitted: frozenset[str] = frozenset()) -> ClusteringPlan:
+    """Hudi's size-based plan over ``view``; ``busy`` groups (pending compaction or clustering) are
+    left out, and so are groups with log files of writes still pending (``uncommitted``: their
+    rollback would delete files the plan reads)."""
     limit = cfg.get(C.CLUSTERING_SMALL_FILE_LIMIT)
     per_group, target = cfg.get(C.CLUSTERING_MAX_BYTES_PER_GROUP), cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES)
     max_file = cfg.get(C.PARQUET_MAX_FILE_SIZE)
@@ -172,7 +178,8 @@ def plan_clustering(view: FileSystemView, cfg: HudiConfig, *, busy: set[tuple[st
             return s.base_file.size if s.base_file is not None else max_file
 
         eligible = [s for s in view.latest_slices(partition) if (s.partition_path, s.file_id) not in busy
-                    and (s.base_file.size if s.base_file is not None else 0) < limit]
+                    and (s.base_file.size if s.base_file is not None else 0) < limit
+                    and not any(lf.path in uncommitted for lf in s.log_files)]
         eligible.sort(key=size, reverse=True)
         current: list[FileSlice] = []
         total = 0
@@ -188,7 +195,8 @@ def plan_clustering(view: FileSystemView, cfg: HudiConfig, *, busy: set[tuple[st
     sort = tuple(cfg.get(C.CLUSTERING_SORT_COLUMNS) or ())
     if sort:
         params[C.CLUSTERING_SORT_COLUMNS.key] = ",".join(sort)
-    return ClusteringPlan(tuple(groups[:cfg.get(C.CLUSTERING_MAX_NUM_GROUPS)]), sort, params)
+    return ClusteringPlan(tuple(groups[:cfg.get(C.CLUSTERING_MAX_NUM_GROUPS)]), sort, params,
+                          cfg.get(C.CLUSTERING_PRESERVE_COMMIT_METADATA))
 
 
 def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> ClusteringGroup:
@@ -217,25 +225,22 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     with TableLock(table.path, cfg).held():
         timeline = table.timeline.reload()
         busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))
-        plan = plan_clustering(table.file_system_view(), cfg, busy=busy)
+        uncommitted = frozenset(rel for inst in timeline.pending_writes()
+                                for rel, _io in list_markers(table.storage, inst.timestamp))
+        plan = plan_clustering(table.file_system_view(), cfg, busy=busy, uncommitted=uncommitted)
         if not plan.groups:
             return None
         instant = new_instant_time(after=timeline.last_instant_time(), utc=table.config.utc_timeline)
-        timeline.create_requested(instant, REPLACE_COMMIT, plan.to_bytes(table.storage.full("")))
+        timeline.create_requested(instant, REPLACE_COMMIT, plan.to_bytes(table.storage.uri("")))
         return instant
 
 
 def clustering_due(timeline: Timeline, cfg: HudiConfig) -> bool:
     """Whether ``hoodie.clustering.inline.max.commits`` writes completed since the last clustering."""
-    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT
-                and (i.timestamp in clustering_instants(timeline) or _is_completed_clustering(timeline, i))],
+    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT and timeline.is_clustering(i)],
                default="")
     writes = [i for i in timeline.completed([COMMIT, DELTA_COMMIT, REPLACE_COMMIT]) if i.timestamp > last]
     return len(writes) >= cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS)
-
-
-def _is_completed_clustering(timeline: Timeline, instant: Instant) -> bool:
-    return instant.is_completed and timeline.commit_metadata(instant).operation_type == CLUSTER
 
 
 # -- ordering ------------------------------------------------------------------------------------

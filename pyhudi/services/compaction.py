@@ -167,7 +167,10 @@ def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
             "let them finish, or run a write (which rolls failed ones back) first")
     uncommitted = frozenset(rel for inst in pending for rel, _io in list_markers(timeline.storage, inst.timestamp))
-    plan = plan_compaction(view, set(pending_file_groups(timeline)), cfg, uncommitted=uncommitted)
+    from pyhudi.services.clustering import clustering_file_groups
+
+    busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))  # as Hudi's plan generator
+    plan = plan_compaction(view, busy, cfg, uncommitted=uncommitted)
     if not plan.operations:
         return None
     timeline.create_requested(instant_time, COMPACTION, plan.to_bytes())

@@ -98,7 +98,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         storage_schema_ipc=file_schema.serialize().to_pybytes(), precombine_field=None, keep_larger_ordering=False,
         max_file_size=cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES),
         compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
-        preserve_commit_metadata=cfg.get(C.CLUSTERING_PRESERVE_COMMIT_METADATA))
+        preserve_commit_metadata=plan.preserve_commit_metadata)
     spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
     visibility = table.file_system_view().visibility(before=instant_time)
     groups = list(plan.groups)

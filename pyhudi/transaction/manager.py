@@ -37,7 +37,7 @@ from pyhudi.services.rollback import (
 )
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import Instant, State, new_instant_time
+from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State, new_instant_time
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
@@ -202,6 +202,12 @@ class WriteTransaction:
         from pyhudi.services.clustering import clustering_file_groups
 
         clustered = clustering_file_groups(timeline)
+        assert self.start is not None
+        for inst in timeline.completed_writes():  # completed since this write started: its groups are gone
+            if inst.action == REPLACE_COMMIT and inst.timestamp not in self.start.completed \
+                    and timeline.is_clustering(inst):
+                replaced = timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
+                clustered.update({(p, f): inst.timestamp for p, ids in replaced.items() for f in ids})
         hit = sorted(touched_file_groups(meta) & set(clustered)) if clustered else []
         if not hit:
             return
@@ -212,7 +218,7 @@ class WriteTransaction:
         plans = sorted({clustered[g] for g in hit})
         shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in hit[:5])
         raise HudiClusteringUpdateError(
-            f"write {self.instant} to {self.table.path} changes file groups that pending clustering "
+            f"write {self.instant} to {self.table.path} changes file groups that clustering "
             f"{', '.join(plans)} rewrites ({shown}{' and more' if len(hit) > 5 else ''}); it was rolled back. Run the "
             "clustering first (`pyhudi clustering run`), then the write again")
 
