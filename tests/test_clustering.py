@@ -203,3 +203,16 @@ def test_an_update_is_refused_when_a_clustering_completed_while_it_wrote(spark, 
     assert rows_of(spark, path) == before
     pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
     assert [r[2] for r in rows_of(spark, path) if r[0] == "k0-01"] == [9.0]
+
+
+def test_inline_clustering_after_every_few_writes(spark, tmp_path):
+    path = str(tmp_path / "t")
+    opts = options(**{"hoodie.clustering.inline": "true", "hoodie.clustering.inline.max.commits": "2"})
+    first = pyhudi.write(spark.createDataFrame([("a", "p0", 1, 1.0, 1.0)], SCHEMA), path, opts)
+    assert "clusterings" not in first.stats
+    second = pyhudi.write(spark.createDataFrame([("b", "p0", 2, 2.0, 2.0)], SCHEMA), path, opts)
+    table = pyhudi.HudiTable(path)
+    assert second.stats["clusterings"] and table.timeline.is_completed(second.stats["clusterings"][0])
+    assert len(table.file_system_view().latest_base_files()) == 1
+    assert rows_of(spark, path) == sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in hudi_rs_rows(path))
+    assert [r[0] for r in rows_of(spark, path)] == ["a", "b"]

@@ -270,7 +270,7 @@ class Pipeline:
                 rows, replaced = self.bulk_insert(data, operation, ctx, replace)
             elif local is not None and (written := self.local_write(data, operation, ctx, local)) is not None:
                 rows, replaced = written, None
-            elif self.cfg.get(C.INDEX_TYPE) == "BUCKET":
+            elif bucket:
                 rows, replaced = self.bucket_write(data, operation, ctx), None
             else:
                 rows, replaced = self.tagged_write(data, operation, ctx), None

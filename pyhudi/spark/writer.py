@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -175,9 +175,9 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
 
     ``mode="append"`` applies the operation (``hoodie.datasource.write.operation``, default
     upsert); ``mode="overwrite"`` replaces the table's contents atomically (an
-    ``insert_overwrite_table`` replace commit, or ``insert_overwrite`` when that is the operation)
-    or creates the table. ``extra_metadata`` is stored
-    in the commit's extra metadata, whatever ``hoodie.datasource.write.commitmeta.key.prefix`` says.
+    ``insert_overwrite_table`` replace commit, whatever the operation) or creates the table.
+    ``extra_metadata`` is stored in the commit's extra metadata, whatever
+    ``hoodie.datasource.write.commitmeta.key.prefix`` says.
     """
     started = time.monotonic()
     if mode not in ("append", "overwrite"):
@@ -295,31 +295,31 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if table.table_type == P.MERGE_ON_READ and not replace:
         from pyhudi.spark.compaction import inline_compaction
 
-        try:
-            compacted = inline_compaction(df.sparkSession, table, cfg)
-        except Exception as exc:  # the write is committed: report, never make the caller retry it
-            log.warning("the write committed, but the inline compaction after it failed: %s", exc, exc_info=True)
-            stats["service_error"] = str(exc)
-            compacted = []
-        if compacted:
-            stats["compactions"] = compacted
+        _inline_service(stats, "compaction", lambda: inline_compaction(df.sparkSession, table, cfg))
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
         from pyhudi.spark.clustering import inline_clustering
 
-        try:
-            clustered = inline_clustering(df.sparkSession, table, cfg)
-        except Exception as exc:  # the write is committed: report, never make the caller retry it
-            log.warning("the write committed, but the inline clustering after it failed: %s", exc, exc_info=True)
-            stats["service_error"] = str(exc)
-            clustered = []
-        if clustered:
-            stats["clusterings"] = clustered
+        _inline_service(stats, "clustering", lambda: inline_clustering(df.sparkSession, table, cfg))
     services_started = time.monotonic()
     stats.update(table_services(table, cfg))
     stats["services_s"] = round(time.monotonic() - services_started, 3)
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
     return WriteResult(instant, operation, path, stats, meta.write_stats())
+
+
+def _inline_service(stats: dict[str, Any], name: str, run: Callable[[], list[str]]) -> None:
+    """Run an inline service after the commit; its instants go to ``stats["<name>s"]`` (compactions,
+    clusterings). A failure is reported in ``stats["service_error"]``: the write is committed, so
+    the caller must never retry it."""
+    try:
+        done = run()
+    except Exception as exc:
+        log.warning("the write committed, but the inline %s after it failed: %s", name, exc, exc_info=True)
+        stats["service_error"] = str(exc)
+        return
+    if done:
+        stats[f"{name}s"] = done
 
 
 def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
