@@ -38,7 +38,11 @@ def small_files(spark, path: str, opts: dict, batches: int = 4) -> None:
 
 
 def rows_of(spark, path: str, **kw) -> list[tuple]:
-    return sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in pyhudi.read(spark, path, **kw).collect())
+    """(key, commit time, x) through pyhudi; a snapshot is checked against hudi-rs too."""
+    ours = sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in pyhudi.read(spark, path, **kw).collect())
+    if not kw:
+        assert ours == sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in hudi_rs_rows(path))
+    return ours
 
 
 def test_curves_visit_every_cell_once_and_hilbert_steps_to_neighbours():

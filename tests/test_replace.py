@@ -85,6 +85,7 @@ def test_cleaning_deletes_replaced_file_groups(spark, tmp_path):
         write(spark, path, [("k1", DAYS[1], 3 + n, f"u{n}")], opts)
     assert not old & {f.name for f in day.glob("*.parquet")}, "the cleaner deleted the replaced file group"
     assert [r for r in state(spark, path) if r[1] == DAYS[0]] == [("n1", DAYS[0], "new")]
+    assert state(spark, path) == rs_state(path)
 
 
 @pytest.mark.parametrize("index", ["BUCKET", "RECORD_INDEX"])

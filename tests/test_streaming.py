@@ -214,6 +214,7 @@ def test_sink_skips_batches_it_committed_and_keeps_writers_apart(spark, tmp_path
     prefixed(again, 5)
     assert [r.skipped for r in prefixed.reports] == [False, True]
     assert last_batch_id(timeline.reload(), "third") == 5
+    assert [(r["id"], r["val"]) for r in hudi_rs_rows(path)] == [(r["id"], r["val"]) for r in pyhudi_rows(spark, path)]
     with pytest.raises(pyhudi.HudiConfigError, match="streaming DataFrame"):
         pyhudi.write_stream(rows, path, BASE, checkpoint_location=str(tmp_path / "chk"))
 
@@ -238,6 +239,8 @@ def test_commit_stream_start_positions(spark, tmp_path):
     assert ids("latest", "b") == [(0, ["k0"])]  # the start was fixed when the stream began
     assert ids(None, "a") == [(1, ["k0"])]
     assert ids("000", "e") == [(0, ["k0", "k1", "k2"])]  # Hudi's spelling of earliest
+    assert sorted((r["id"], r["val"]) for r in hudi_rs_rows(path)) == \
+        sorted((r["id"], r["val"]) for r in pyhudi_rows(spark, path))
     with pytest.raises(pyhudi.HudiConfigError, match="startOffset"):
         ids("yesterday", "d")
 
@@ -274,6 +277,7 @@ def test_streams_stop_before_a_pending_write(spark, tmp_path):
     timeline.delete_instant(pending)  # the slow writer failed and was rolled back
     pull()
     assert seen["poller"] == [(0, ["a"]), (1, ["b"])]
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "b"]
     if spark_source:
         assert seen["spark"] == [(0, ["a"]), (1, ["b"])]
         late = []
