@@ -1,0 +1,177 @@
+"""Options of the table's identity, key generation and metadata table (most also persist in
+``hoodie.properties``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyhudi.config.registry import choice, option, parse_bool, parse_fields, parse_float, parse_positive_int
+
+# ---------------------------------------------------------------------------------------------
+# Table identity and layout (also persisted in hoodie.properties)
+# ---------------------------------------------------------------------------------------------
+TABLE_NAME = option(
+    "hoodie.table.name", None, "Table name; required when a write creates the table.",
+    aliases=("hoodie.datasource.write.table.name",))
+DATABASE_NAME = option(
+    "hoodie.database.name", None, "Database name recorded in hoodie.properties (part of the checksum).")
+TABLE_TYPE = option(
+    "hoodie.datasource.write.table.type", "COPY_ON_WRITE",
+    "COPY_ON_WRITE or MERGE_ON_READ (Spark SQL short form type=cow|mor).",
+    choice("COPY_ON_WRITE", "MERGE_ON_READ", mapping={"COW": "COPY_ON_WRITE", "MOR": "MERGE_ON_READ"}),
+    aliases=("hoodie.table.type", "type", "tableType"))
+OPERATION = option(
+    "hoodie.datasource.write.operation", "upsert",
+    "Write operation: upsert, insert, bulk_insert, delete; insert_overwrite (the batch replaces every "
+    "partition it has records in), insert_overwrite_table (the batch replaces the table), delete_partition "
+    "(the partitions of hoodie.datasource.write.partitions.to.delete, else the batch's, are emptied).",
+    lambda v: choice("UPSERT", "INSERT", "BULK_INSERT", "DELETE", "INSERT_OVERWRITE",
+                     "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION")(v).lower())
+PARTITIONS_TO_DELETE = option(
+    "hoodie.datasource.write.partitions.to.delete", None,
+    "delete_partition: comma-separated partition paths to empty, * matching any characters "
+    "(2024-01-*); unset, the partitions of the batch's records.", parse_fields)
+RECORDKEY_FIELD = option(
+    "hoodie.datasource.write.recordkey.field", None,
+    "Record key field(s), comma separated; nested fields as a.b.", parse_fields,
+    aliases=("hoodie.table.recordkey.fields", "primaryKey"))
+PARTITIONPATH_FIELD = option(
+    "hoodie.datasource.write.partitionpath.field", None,
+    "Partition path field(s), comma separated; unset or empty for a non-partitioned table.",
+    parse_fields, aliases=("hoodie.table.partition.fields",))
+PRECOMBINE_FIELD = option(
+    "hoodie.datasource.write.precombine.field", "ts",
+    "Ordering field: of two records with the same key the one with the larger value wins.",
+    aliases=("hoodie.table.precombine.field", "preCombineField", "hoodie.payload.ordering.field"))
+KEYGENERATOR_CLASS = option(
+    "hoodie.datasource.write.keygenerator.class", None,
+    "Key generator class; inferred from the key and partition fields when unset.",
+    aliases=("hoodie.table.keygenerator.class",))
+KEYGENERATOR_TYPE = option(
+    "hoodie.datasource.write.keygenerator.type", None,
+    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, CUSTOM); the class wins when both are set.",
+    choice("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION", "CUSTOM", "GLOBAL_DELETE"))
+HIVE_STYLE_PARTITIONING = option(
+    "hoodie.datasource.write.hive_style_partitioning", False,
+    "Name partition folders field=value.", parse_bool)
+PARTITIONPATH_URLENCODE = option(
+    "hoodie.datasource.write.partitionpath.urlencode", False,
+    "Escape partition values Hive-style (%XX) before building the path.", parse_bool)
+DROP_PARTITION_COLUMNS = option(
+    "hoodie.datasource.write.drop.partition.columns", False,
+    "Drop partition columns from data files (not supported by pyhudi: readers need them).", parse_bool)
+POPULATE_META_FIELDS = option(
+    "hoodie.populate.meta.fields", True,
+    "Fill _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key and _hoodie_partition_path.",
+    parse_bool)
+CONSISTENT_LOGICAL_TIMESTAMP = option(
+    "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False,
+    "Render timestamp/date key values as their logical value instead of the raw number.", parse_bool)
+PAYLOAD_CLASS = option(
+    "hoodie.datasource.write.payload.class",
+    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    "Merge semantics: OverwriteWithLatestAvroPayload (incoming wins) or DefaultHoodieRecordPayload "
+    "(the stored record wins when its ordering value is larger).",
+    lambda v: _parse_payload(v),
+    aliases=("hoodie.compaction.payload.class", "payloadClass"))
+TIMELINE_TIMEZONE = option(
+    "hoodie.table.timeline.timezone", "LOCAL",
+    "Time zone of instant times: LOCAL or UTC.", choice("LOCAL", "UTC"))
+METADATA_ENABLE = option(
+    "hoodie.metadata.enable", True,
+    "Keep the metadata table (.hoodie/metadata) and its files partition in step with every action, "
+    "so readers and writers plan from it instead of listing storage. A write with false removes "
+    "the metadata table of a table that has one.",
+    parse_bool)
+METADATA_COLUMN_STATS_ENABLE = option(
+    "hoodie.metadata.index.column.stats.enable", False,
+    "Keep the metadata table's column_stats partition: per base file and column, min, max, null "
+    "count, value count and sizes (from the file's footer). A write without it removes the partition.",
+    parse_bool)
+METADATA_COLUMN_STATS_COLUMNS = option(
+    "hoodie.metadata.index.column.stats.column.list", (),
+    "Top-level columns whose statistics the column_stats partition keeps, comma-separated; empty (the "
+    "default, as in Hudi 0.14) keeps every column, the meta fields included. Filters on other columns "
+    "skip no file.", parse_fields)
+METADATA_COLUMN_STATS_FILE_GROUPS = option(
+    "hoodie.metadata.index.column.stats.file.group.count", 2,
+    "File groups of the column_stats partition (records spread by the hash of their key).", parse_positive_int)
+METADATA_BLOOM_FILTER_ENABLE = option(
+    "hoodie.metadata.index.bloom.filter.enable", False,
+    "Keep the metadata table's bloom_filters partition: the bloom filter of every base file (as in its "
+    "footer). A write without it removes the partition.", parse_bool)
+METADATA_BLOOM_FILTER_FILE_GROUPS = option(
+    "hoodie.metadata.index.bloom.filter.file.group.count", 4,
+    "File groups of the bloom_filters partition (records spread by the hash of their key).", parse_positive_int)
+METADATA_RECORD_INDEX_ENABLE = option(
+    "hoodie.metadata.record.index.enable", False,
+    "Keep the metadata table's record_index partition: the partition and file group of every record "
+    "key, updated by every write. A key maps to one place, so it suits tables whose keys are unique "
+    "across partitions (those of a global index), as in Hudi 0.14. hoodie.index.type=RECORD_INDEX keeps "
+    "it whatever this says. A write without either removes the partition.", parse_bool)
+METADATA_RECORD_INDEX_MIN_GROUPS = option(
+    "hoodie.metadata.record.index.min.filegroup.count", 10,
+    "Fewest file groups the record_index partition is created with.", parse_positive_int)
+METADATA_RECORD_INDEX_MAX_GROUPS = option(
+    "hoodie.metadata.record.index.max.filegroup.count", 10000,
+    "Most file groups the record_index partition is created with.", parse_positive_int)
+METADATA_RECORD_INDEX_MAX_GROUP_SIZE = option(
+    "hoodie.metadata.record.index.max.filegroup.size", 1024 * 1024 * 1024,
+    "Bytes a record_index file group is sized for (at 48 bytes per key) when the partition is created.",
+    parse_positive_int)
+METADATA_RECORD_INDEX_GROWTH = option(
+    "hoodie.metadata.record.index.growth.factor", 2.0,
+    "Growth of the table the record_index partition is sized for at creation (its file-group count is "
+    "fixed then): keys x this factor.", parse_float)
+METADATA_COMPACT_MAX_DELTA_COMMITS = option(
+    "hoodie.metadata.compact.max.delta.commits", 10,
+    "Compact the metadata table after this many delta commits.", parse_positive_int)
+
+# ---------------------------------------------------------------------------------------------
+# Timestamp-based key generator
+# ---------------------------------------------------------------------------------------------
+_TB = "hoodie.keygen.timebased."
+_TB_OLD = "hoodie.deltastreamer.keygen.timebased."
+TIMESTAMP_TYPE = option(
+    _TB + "timestamp.type", None,
+    "How the partition field is read: UNIX_TIMESTAMP, DATE_STRING, MIXED, EPOCHMILLISECONDS, "
+    "EPOCHMICROSECONDS or SCALAR.",
+    choice("UNIX_TIMESTAMP", "DATE_STRING", "MIXED", "EPOCHMILLISECONDS", "EPOCHMICROSECONDS", "SCALAR"),
+    aliases=(_TB_OLD + "timestamp.type",))
+TIMESTAMP_SCALAR_UNIT = option(
+    _TB + "timestamp.scalar.time.unit", "SECONDS", "Unit of SCALAR timestamps (java TimeUnit name).",
+    choice("NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"),
+    aliases=(_TB_OLD + "timestamp.scalar.time.unit",))
+TIMESTAMP_INPUT_FORMAT = option(
+    _TB + "input.dateformat", "", "Input date format (Java pattern) for DATE_STRING/MIXED.",
+    aliases=(_TB_OLD + "input.dateformat",))
+TIMESTAMP_INPUT_FORMAT_DELIMITER = option(
+    _TB + "input.dateformat.list.delimiter.regex", ",", "Separator of several input formats.",
+    aliases=(_TB_OLD + "input.dateformat.list.delimiter.regex",))
+TIMESTAMP_INPUT_TIMEZONE = option(
+    _TB + "input.timezone", "UTC", "Time zone of input date strings without an offset.",
+    aliases=(_TB_OLD + "input.timezone",))
+TIMESTAMP_OUTPUT_FORMAT = option(
+    _TB + "output.dateformat", "", "Output date format (Java pattern) of the partition path.",
+    aliases=(_TB_OLD + "output.dateformat",))
+TIMESTAMP_OUTPUT_TIMEZONE = option(
+    _TB + "output.timezone", "UTC", "Time zone in which the partition path is rendered.",
+    aliases=(_TB_OLD + "output.timezone",))
+TIMESTAMP_TIMEZONE = option(
+    _TB + "timezone", None, "Sets both input and output time zones when they are not set.",
+    aliases=(_TB_OLD + "timezone",))
+
+
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+
+
+def _parse_payload(value: Any) -> str:
+    text = str(value).strip()
+    known = {
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+    }
+    if text not in known:
+        raise ValueError(
+            f"payload class {text!r} is not supported; use one of {', '.join(sorted(known))}")
+    return text
