@@ -118,9 +118,10 @@ def test_clustering_beside_writers(spark, tmp_path, table_type):
     instant = pyhudi.schedule_clustering(path, {"hoodie.clustering.plan.strategy.sort.columns": "x,y",
                                                 "hoodie.layout.optimize.strategy": "z-order"})
     assert instant is not None
-    # a write changing a clustered file group is refused and leaves nothing behind; inserts go on
-    with pytest.raises(pyhudi.HudiClusteringUpdateError, match=instant):
+    # a write changing a clustered file group is refused before it writes a file; inserts go on
+    with pytest.raises(pyhudi.HudiClusteringUpdateError, match=instant) as refused:
         pyhudi.write(spark.createDataFrame([("k1-01", "p1", 10, 5.0, 5.0)], SCHEMA), path, opts)
+    assert "nothing was written" in str(refused.value)
     assert rows_of(spark, path) == before
     pyhudi.write(spark.createDataFrame([("new", "p0", 11, 2.0, 2.0)], SCHEMA), path, opts)
     before = rows_of(spark, path)
@@ -207,6 +208,54 @@ def test_an_update_is_refused_when_a_clustering_completed_while_it_wrote(spark, 
     assert rows_of(spark, path) == before
     pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
     assert [r[2] for r in rows_of(spark, path) if r[0] == "k0-01"] == [9.0]
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_allowed_updates_make_the_clustering_fail_and_lose_nothing(spark, tmp_path, monkeypatch, table_type):
+    """Hudi's allow update strategy: writes update groups a plan rewrites; the clustering, which would
+    drop their changes, fails at its commit and is rolled back, or the write rolls the plan back."""
+    import pyhudi.spark.pipeline as pipeline
+
+    path = str(tmp_path / "t")
+    opts = options(table_type, **{"hoodie.clustering.updates.strategy": "SparkAllowUpdateStrategy"})
+    small_files(spark, path, opts, batches=2)
+    instant = pyhudi.schedule_clustering(path)
+    pyhudi.write(spark.createDataFrame([("k0-01", "p1", 5, 9.0, 9.0)], SCHEMA), path, opts)
+    expected = rows_of(spark, path)
+    assert [r[2] for r in expected if r[0] == "k0-01"] == [9.0]
+    with pytest.raises(pyhudi.HudiWriteConflictError, match=instant):
+        pyhudi.cluster(spark, path, opts, instant=instant)
+    assert rows_of(spark, path) == expected and not pending_clusterings(pyhudi.HudiTable(path).timeline)
+
+    # planned while an update was under way (it had not written a file yet): the plan names the write
+    # as pending, so the clustering still sees it
+    planned: list[str | None] = []
+    guard = pipeline.guard_updates
+
+    def plan_first(*args, **kw):
+        planned.append(pyhudi.schedule_clustering(path))
+        return guard(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "guard_updates", plan_first)
+    pyhudi.write(spark.createDataFrame([("k1-01", "p1", 6, 8.0, 8.0)], SCHEMA), path,
+                 {**opts, "pyhudi.write.partition.local": "false"})  # the distributed path guards
+    assert planned and planned[0] is not None
+    monkeypatch.undo()
+    expected = rows_of(spark, path)
+    with pytest.raises(pyhudi.HudiWriteConflictError, match="k1|wrote"):
+        pyhudi.cluster(spark, path, opts, instant=planned[0])
+    assert rows_of(spark, path) == expected
+
+    # hoodie.clustering.rollback.pending.replacecommit.on.conflict: the update rolls the plan back
+    again = pyhudi.schedule_clustering(path)
+    assert again is not None
+    pyhudi.write(spark.createDataFrame([("k0-02", "p0", 7, 7.0, 7.0)], SCHEMA), path,
+                 {**opts, "hoodie.clustering.rollback.pending.replacecommit.on.conflict": "true"})
+    assert not pending_clusterings(pyhudi.HudiTable(path).timeline)
+    expected = rows_of(spark, path)
+    assert [d["instant"] for d in pyhudi.cluster(spark, path, opts)]
+    assert rows_of(spark, path) == expected
+    assert len(pyhudi.HudiTable(path).file_system_view().latest_base_files()) == 2
 
 
 def test_inline_clustering_after_every_few_writes(spark, tmp_path):

@@ -15,6 +15,11 @@ from pyhudi.config.registry import (
     parse_positive_int,
 )
 
+UPDATE_STRATEGIES = (
+    "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy",
+    "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy",
+)
+
 CONFLICT_STRATEGIES = (
     "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",
     "org.apache.hudi.client.transaction.BucketIndexConcurrentFileWritesConflictResolutionStrategy",
@@ -82,6 +87,17 @@ LAYOUT_OPTIMIZE_STRATEGY = option(
     "How clustering orders records by the sort columns: linear (lexicographic), z-order or hilbert "
     "(space-filling curves over the columns' ranks, for filters on any of them).",
     lambda v: choice("LINEAR", "Z-ORDER", "HILBERT", mapping={"ZORDER": "Z-ORDER"})(v).lower())
+CLUSTERING_UPDATES_STRATEGY = option(
+    "hoodie.clustering.updates.strategy", UPDATE_STRATEGIES[0],
+    "What a write that updates file groups of a pending clustering does. SparkRejectUpdateStrategy: it "
+    "fails before writing anything (run the clustering first). SparkAllowUpdateStrategy: it writes; the "
+    "clustering then fails at its commit and is rolled back, unless "
+    "hoodie.clustering.rollback.pending.replacecommit.on.conflict makes the write roll the clustering back "
+    "first.", class_choice("clustering update strategy", UPDATE_STRATEGIES))
+CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT = option(
+    "hoodie.clustering.rollback.pending.replacecommit.on.conflict", False,
+    "With SparkAllowUpdateStrategy: a write that updates file groups of pending clusterings rolls those "
+    "clusterings back before it writes (a clustering running at that moment fails at its commit).", parse_bool)
 
 # ---------------------------------------------------------------------------------------------
 # Cleaning and archival (run after every commit unless turned off)

@@ -7,9 +7,14 @@ the slices whose base file is under ``...small.file.limit`` (none pending in ano
 first, are packed into groups of at most ``...max.bytes.per.group``, each to be written as about
 ``size / ...target.file.max.bytes`` files; at most ``...max.num.groups`` groups. Running the plan
 (:mod:`pyhudi.spark.clustering`) completes ``T.replacecommit`` naming the input file groups in
-``partitionToReplaceFileIds``; until then readers see the old groups, and writers may not update
-them (Hudi's reject strategy): their writes fail at commit with
-:class:`pyhudi.errors.HudiClusteringUpdateError`.
+``partitionToReplaceFileIds``; until then readers see the old groups.
+
+Writers meeting a pending plan follow ``hoodie.clustering.updates.strategy``. Under Hudi's default
+reject strategy a write that updates a planned file group fails before it writes
+(:class:`pyhudi.errors.HudiClusteringUpdateError`). Under the allow strategy it writes, and the
+clustering, whose plan names the slices as they were, fails at its commit and is rolled back
+(:func:`clustering_conflicts`): either way no update is lost. The plan records which writes had
+completed when it was made (its ``extraMetadata``), which tells the writes that came after.
 
 A pending clustering is a table service, not a failed write: a writer's rollback of failed writes
 leaves it to be run (again) by ``pyhudi clustering run``, which first removes what an interrupted
@@ -22,6 +27,8 @@ filters on any of the columns find their rows in few files.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -33,6 +40,7 @@ import pyarrow.compute as pc
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiClusteringUpdateError
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.read.merge import SliceToRead
 from pyhudi.table.fs_view import FileSlice, FileSystemView
@@ -43,7 +51,11 @@ from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
 
+log = logging.getLogger("pyhudi")
+
 CLUSTER = "CLUSTER"
+PLAN_LAST_COMPLETED = "pyhudi.plan.lastCompletedWrite"
+PLAN_PENDING_WRITES = "pyhudi.plan.pendingWrites"
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 MB = 1024 * 1024
 
@@ -64,6 +76,10 @@ class ClusteringPlan:
     sort_columns: tuple[str, ...]
     strategy_params: Mapping[str, str]
     preserve_commit_metadata: bool = True
+    #: the newest write completed, and the writes pending, when the plan was made (None: unknown,
+    #: a plan scheduled by Apache Hudi)
+    last_completed: str | None = None
+    pending_writes: tuple[str, ...] = ()
 
     def file_groups(self) -> set[tuple[str, str]]:
         return {(s.partition_path, s.file_id) for g in self.groups for s in g.slices}
@@ -81,7 +97,8 @@ class ClusteringPlan:
             "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None, "version": 1,
         } for g in self.groups]
         return write_record(REQUESTED_REPLACE_METADATA_FULL, {
-            "operationType": CLUSTER, "extraMetadata": {}, "version": 1,
+            "operationType": CLUSTER, "version": 1, "extraMetadata": {
+                PLAN_LAST_COMPLETED: self.last_completed or "", PLAN_PENDING_WRITES: ",".join(self.pending_writes)},
             "clusteringPlan": {"inputGroups": groups, "extraMetadata": None, "version": 1,
                                "preserveHoodieMetadata": self.preserve_commit_metadata,
                                "strategy": {"strategyClassName": EXECUTION_STRATEGY,
@@ -120,7 +137,11 @@ def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPla
                                       int(float(metrics.get("TOTAL_IO_READ_MB", 0)) * MB)))
     params = dict((plan.get("strategy") or {}).get("strategyParams") or {})
     sort = tuple(c.strip() for c in params.get(C.CLUSTERING_SORT_COLUMNS.key, "").split(",") if c.strip())
-    return ClusteringPlan(tuple(groups), sort, params, plan.get("preserveHoodieMetadata") is not False)
+    extra = record.get("extraMetadata") or {}
+    pending = tuple(t for t in (extra.get(PLAN_PENDING_WRITES) or "").split(",") if t)
+    return ClusteringPlan(tuple(groups), sort, params, plan.get("preserveHoodieMetadata") is not False,
+                          last_completed=extra.get(PLAN_LAST_COMPLETED) if PLAN_LAST_COMPLETED in extra else None,
+                          pending_writes=pending)
 
 
 def _without_scheme(path: str) -> str:
@@ -141,6 +162,84 @@ def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPla
 def clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
     """(partition, file id) -> the pending clustering that rewrites the group."""
     return {g: inst.timestamp for inst, plan in pending_clusterings(timeline) for g in plan.file_groups()}
+
+
+def writes_since_plan(timeline: Timeline, instant_time: str, plan: ClusteringPlan) -> list[Instant]:
+    """Completed writes that had not completed when the plan ``instant_time`` was made."""
+    out = []
+    for w in timeline.completed_writes():
+        if w.timestamp == instant_time:
+            continue
+        if plan.last_completed is None:  # Hudi's plan: writes after it (a write it overlapped goes unseen)
+            after = w.timestamp > instant_time
+        else:
+            after = w.timestamp > plan.last_completed or w.timestamp in plan.pending_writes
+        if after:
+            out.append(w)
+    return out
+
+
+def clustering_conflicts(timeline: Timeline, instant_time: str,
+                         plan: ClusteringPlan) -> dict[str, list[tuple[str, str]]]:
+    """Writes completed since the plan was made that changed or replaced its file groups (the
+    clustering, which rewrites the slices the plan names, would drop their changes): write -> groups."""
+    from pyhudi.transaction.conflict import touched_file_groups
+
+    groups = plan.file_groups()
+    out = {}
+    for w in writes_since_plan(timeline, instant_time, plan):
+        hit = sorted(touched_file_groups(timeline.commit_metadata(w)) & groups)
+        if hit:
+            out[w.timestamp] = hit
+    return out
+
+
+def allows_updates(cfg: HudiConfig) -> bool:
+    """Whether writes may update file groups of pending clusterings (Hudi's allow update strategy)."""
+    return cfg.get(C.CLUSTERING_UPDATES_STRATEGY) == C.UPDATE_STRATEGIES[1]
+
+
+def describe_groups(groups: list[tuple[str, str]], limit: int = 5) -> str:
+    """``partition/fileId`` of the first ``limit`` file groups, for error messages."""
+    shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:limit])
+    return shown + (f" and {len(groups) - limit} more" if len(groups) > limit else "")
+
+
+def update_refused(instant: str, path: str, hit: list[tuple[str, str]], plans: Iterable[str], *,
+                   written: bool) -> HudiClusteringUpdateError:
+    """The error of a write refused for updating file groups that clustering ``plans`` rewrite."""
+    outcome = "it was rolled back" if written else "nothing was written"
+    return HudiClusteringUpdateError(
+        f"write {instant} to {path} updates file groups that clustering {', '.join(sorted(set(plans)))} rewrites "
+        f"({describe_groups(hit)}); {outcome}. "
+        "Run the clustering first (`pyhudi clustering run`), then the write again, or let writes go on beside "
+        f"clusterings with {C.CLUSTERING_UPDATES_STRATEGY.key}=SparkAllowUpdateStrategy")
+
+
+def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[tuple[str, str]]) -> None:
+    """Before a write writes its files: what its updates of pending clusterings' file groups do,
+    by ``hoodie.clustering.updates.strategy`` (Hudi's ``UpdateStrategy.handleUpdate``)."""
+    clustered = clustering_file_groups(table.timeline)
+    hit = sorted(updated & set(clustered))
+    if not hit:
+        return
+    plans = sorted({clustered[g] for g in hit})
+    if not allows_updates(cfg):
+        raise update_refused(instant, table.path, hit, plans, written=False)
+    if not cfg.get(C.CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT):
+        log.info("write %s updates file groups of pending clustering %s; the clustering will fail at its commit",
+                 instant, ", ".join(plans))
+        return
+    from pyhudi.services.rollback import rollback_instant
+
+    with TableLock(table.path, cfg).held():
+        timeline = table.timeline.reload()
+        for inst, _plan in pending_clusterings(timeline):
+            if inst.timestamp in plans:
+                rollback_instant(table.storage, timeline, inst, utc=table.config.utc_timeline)
+                timeline = timeline.reload()
+    log.warning("write %s rolled back pending clustering %s, whose file groups it updates (%s)", instant,
+                ", ".join(plans), C.CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT.key)
 
 
 def considered_partitions(partitions: Iterable[str], cfg: HudiConfig) -> list[str]:
@@ -230,6 +329,9 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         plan = plan_clustering(table.file_system_view(), cfg, busy=busy, uncommitted=uncommitted)
         if not plan.groups:
             return None
+        last = timeline.latest_completed_write()
+        plan = dataclasses.replace(plan, last_completed=last.timestamp if last else "",
+                                   pending_writes=tuple(i.timestamp for i in timeline.pending_writes()))
         instant = new_instant_time(after=timeline.last_instant_time(), utc=table.config.utc_timeline)
         timeline.create_requested(instant, REPLACE_COMMIT, plan.to_bytes(table.storage.uri("")))
         return instant

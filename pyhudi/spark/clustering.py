@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiClusteringError
+from pyhudi.errors import HudiClusteringError, HudiWriteConflictError
 from pyhudi.io.avro_schema import table_avro_schema
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.metadata.sync import complete_instant
@@ -31,18 +31,21 @@ from pyhudi.metadata.table import RECORD_INDEX_PARTITION
 from pyhudi.read.merge import MergeSpec, read_slice
 from pyhudi.services.clustering import (
     CLUSTER,
+    clustering_conflicts,
     clustering_due,
+    describe_groups,
     ordering,
     pending_clusterings,
     read_clustering_plan,
     schedule_clustering,
 )
+from pyhudi.services.rollback import rollback_instant
 from pyhudi.spark.merged import spread
 from pyhudi.spark.record_index import write_changes
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import REPLACE_COMMIT, State
+from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.bulk_insert import bulk_insert_writer
@@ -132,6 +135,15 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         if not timeline.has_state(instant_time, State.INFLIGHT, REPLACE_COMMIT):
             raise HudiClusteringError(f"clustering {instant_time} was completed or undone by another process while "
                                       "it ran; its files are left to the cleaner")
+        conflicts = clustering_conflicts(timeline, instant_time, plan)
+        if conflicts:
+            rollback_instant(table.storage, timeline, Instant(instant_time, State.INFLIGHT, REPLACE_COMMIT),
+                             utc=table.config.utc_timeline)
+            shown = "; ".join(f"{w} wrote {describe_groups(groups)}" for w, groups in sorted(conflicts.items())[:3])
+            raise HudiWriteConflictError(
+                f"clustering {instant_time} of {table.path} conflicts with writes that changed its file groups after "
+                f"it was planned ({shown}); it was rolled back and the table is as those writes left it. Schedule "
+                "the clustering again (`pyhudi clustering run` plans anew)")
         complete_instant(table.storage, timeline, instant_time, REPLACE_COMMIT, meta.to_json().encode("utf-8"),
                          max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS),
                          written={RECORD_INDEX_PARTITION: index_files} if index_files else None,

@@ -39,7 +39,7 @@ from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
 from pyhudi.read.merge import MergeSpec
-from pyhudi.services.clustering import clustering_file_groups
+from pyhudi.services.clustering import clustering_file_groups, guard_updates
 from pyhudi.services.compaction import pending_file_groups
 from pyhudi.spark.index import (
     EXISTING_PP,
@@ -449,6 +449,7 @@ class Pipeline:
             self.index_stats = IndexStats("RECORD_INDEX", files_in_partitions=0, keys_matched=located.found)
         elif needs_index:
             self.index_stats = lookup.finish()
+        guard_updates(self.table, self.cfg, self.instant, {(p, f) for p, pr in profile.items() for f in pr.updates})
         self._inflight(profile, operation, self.write_action)
         if not profile:
             return []
@@ -485,6 +486,8 @@ class Pipeline:
         counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
         if counts and max(counts.values()) > MAX_ROWS_PER_TASK:
             return None
+        if any(p in counts for p, _ in clustering_file_groups(self.table.timeline)):
+            return None  # updates of pending clusterings' groups are checked before writing: tagged_write
         started = self._phase("partitions", started)
         partitions = sorted(counts)
         job = self.partition_job(partitions, operation, ctx, index)

@@ -196,12 +196,14 @@ class WriteTransaction:
         self._stop_heartbeat()
 
     def _refuse_clustered_groups(self, timeline: Timeline, meta: CommitMetadata) -> None:
-        """Hudi's reject update strategy: a write may not change file groups a pending clustering
-        rewrites (the clustering would drop the change). Such a write is rolled back."""
-        from pyhudi.errors import HudiClusteringUpdateError
-        from pyhudi.services.clustering import clustering_file_groups
+        """No write may commit into a file group a clustering retired while it ran (the clustering
+        rewrote the group without the write's change), nor, under Hudi's reject update strategy, into
+        one a pending clustering rewrites. The write checked the pending plans before writing
+        (:meth:`pyhudi.spark.pipeline.Pipeline.guard_clustering`); plans made since are checked here.
+        Such a write is rolled back."""
+        from pyhudi.services.clustering import allows_updates, clustering_file_groups, update_refused
 
-        clustered = clustering_file_groups(timeline)
+        clustered = {} if allows_updates(self.cfg) else clustering_file_groups(timeline)
         assert self.start is not None
         for inst in timeline.completed_writes():  # completed since this write started: its groups are gone
             if inst.action == REPLACE_COMMIT and inst.timestamp not in self.start.completed \
@@ -215,12 +217,8 @@ class WriteTransaction:
             self.abort()
         except Exception:  # the next writer rolls it back; the refusal is what to report
             log.exception("could not roll back write %s", self.instant)
-        plans = sorted({clustered[g] for g in hit})
-        shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in hit[:5])
-        raise HudiClusteringUpdateError(
-            f"write {self.instant} to {self.table.path} changes file groups that clustering "
-            f"{', '.join(plans)} rewrites ({shown}{' and more' if len(hit) > 5 else ''}); it was rolled back. Run the "
-            "clustering first (`pyhudi clustering run`), then the write again")
+        assert self.instant is not None
+        raise update_refused(self.instant, self.table.path, hit, [clustered[g] for g in hit], written=True)
 
     def _undo_late_files(self, timeline: Timeline) -> None:
         """Files written after another writer rolled this instant back (its markers were deleted
