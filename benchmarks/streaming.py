@@ -87,7 +87,7 @@ def sink_run(spark: Any, work: Path, inputs: Path, schema: pa.Schema, table_type
     query.stop()
     compactions = [r.compaction for r in sink.reports if r.compaction]
     waited = time.monotonic()
-    sink.wait_for_compactions()
+    sink.wait_for_services()
     writes = [r.seconds * 1000 for r in sink.reports]
     print(f"  {table_type:<14} pyhudi sink: write {spread(writes)}; trigger {spread(trigger_ms(query))}"
           f"  ({len(writes)} batches, {len(compactions)} async compactions, "

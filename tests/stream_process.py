@@ -35,7 +35,7 @@ def main(source: str, table: str, checkpoint: str, options_json: str, report: st
     query = stream.writeStream.foreachBatch(batch).option("checkpointLocation", checkpoint).start()
     query.processAllAvailable()
     query.stop()
-    sink.wait_for_compactions()
+    sink.wait_for_services()
     with open(report, "w") as f:
         json.dump([dataclasses.asdict(r) for r in sink.reports], f)
 

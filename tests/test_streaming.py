@@ -306,3 +306,45 @@ def test_spark_stream_source_never_goes_back_before_its_start(spark, tmp_path):
     assert reader.latestOffset() == {"instant": later}
     assert HudiStreamReader(path, {}, None).latestOffset({"instant": later}, None) == {"instant": later}
     assert HudiStreamReader(path, {}, None).latestOffset() == {"instant": first}
+
+
+def test_sink_clusters_in_the_background_and_batches_wait_for_it(spark, tmp_path, monkeypatch, caplog):
+    """hoodie.clustering.async.enabled: the sink schedules a clustering every few commits and runs it
+    beside the batches; a batch updating the groups being clustered (refused by the reject strategy)
+    waits for the clustering and then lands."""
+    import logging
+    import threading
+
+    import pyhudi.spark.clustering as clustering
+    from pyhudi.services.clustering import pending_clusterings
+    from pyhudi.spark.streaming import HudiStreamSink
+
+    run, started = clustering.run_clustering, threading.Event()
+
+    def slow(*args, **kw):  # the next batch arrives while the plan runs
+        started.set()
+        time.sleep(3)
+        return run(*args, **kw)
+
+    monkeypatch.setattr(clustering, "run_clustering", slow)
+    path = str(tmp_path / "t")
+    opts = {**BASE, "hoodie.parquet.small.file.limit": "0", "hoodie.clustering.async.enabled": "true",
+            "hoodie.clustering.async.max.commits": "3", "hoodie.clustering.plan.strategy.sort.columns": "val"}
+    schema = "id string, p string, ts long, val string, _hoodie_is_deleted boolean"
+    sink, model = HudiStreamSink(path, opts), {}
+    caplog.set_level(logging.WARNING, logger="pyhudi")
+    for b in range(7):
+        rows = [(f"k{b}-{i}", f"p{i % 2}", b, f"v{b}", False) for i in range(10)]
+        rows += [(f"k0-{i}", f"p{i % 2}", b, f"u{b}", False) for i in range(2)] if b else []  # updates of batch 0
+        if b == 3:
+            assert started.wait(30), "the clustering scheduled after batch 2 runs in the background"
+        sink(spark.createDataFrame(rows, schema), b)
+        model.update({r[0]: r[3] for r in rows})
+    sink.wait_for_services()
+    scheduled = [r.clustering for r in sink.reports if r.clustering]
+    assert len(scheduled) == 2, sink.reports  # after batches 2 and 5
+    timeline = pyhudi.HudiTable(path).timeline
+    assert all(timeline.is_completed(i) for i in scheduled) and not pending_clusterings(timeline)
+    assert "waits for the background clustering" in caplog.text
+    assert {r["id"]: r["val"] for r in pyhudi_rows(spark, path)} == model
+    assert {r["id"]: r["val"] for r in hudi_rs_rows(path)} == model

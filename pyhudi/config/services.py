@@ -38,6 +38,14 @@ CLUSTERING_SCHEDULE_INLINE = option(
 CLUSTERING_INLINE_MAX_COMMITS = option(
     "hoodie.clustering.inline.max.commits", 4,
     "Completed writes since the last clustering that make an inline clustering due.", parse_positive_int)
+CLUSTERING_ASYNC_ENABLED = option(
+    "hoodie.clustering.async.enabled", False,
+    "Streaming sink: schedule a clustering every hoodie.clustering.async.max.commits commits and run it on "
+    "a background thread while later micro-batches write. Batch writes leave it to "
+    "hoodie.clustering.inline / schedule.inline.", parse_bool, aliases=("hoodie.datasource.clustering.async.enable",))
+CLUSTERING_ASYNC_MAX_COMMITS = option(
+    "hoodie.clustering.async.max.commits", 4,
+    "Commits since the last clustering after which the streaming sink schedules one.", parse_positive_int)
 CLUSTERING_SMALL_FILE_LIMIT = option(
     "hoodie.clustering.plan.strategy.small.file.limit", 300 * 1024 * 1024,
     "File slices whose base file is smaller than this many bytes are clustered.", parse_non_negative_int)

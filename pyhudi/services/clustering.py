@@ -337,12 +337,13 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         return instant
 
 
-def clustering_due(timeline: Timeline, cfg: HudiConfig) -> bool:
-    """Whether ``hoodie.clustering.inline.max.commits`` writes completed since the last clustering."""
+def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | None = None) -> bool:
+    """Whether ``max_commits`` (default ``hoodie.clustering.inline.max.commits``) writes completed
+    since the last clustering."""
     last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT and timeline.is_clustering(i)],
                default="")
     writes = [i for i in timeline.completed([COMMIT, DELTA_COMMIT, REPLACE_COMMIT]) if i.timestamp > last]
-    return len(writes) >= cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS)
+    return len(writes) >= (max_commits or cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS))
 
 
 # -- ordering ------------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ again), so every batch lands once.
 
 On a merge-on-read table the sink compacts asynchronously, as Hudi's does: when
 ``hoodie.compact.inline.max.delta.commits`` is reached after a batch it schedules a compaction and
-runs it on a background thread while the next batches write their log files into the new slices.
+runs it on a background thread (:mod:`pyhudi.spark.background`) while the next batches write their
+log files into the new slices. With ``hoodie.clustering.async.enabled`` it schedules a clustering
+every ``hoodie.clustering.async.max.commits`` commits and runs it the same way; a batch that updates
+file groups of the running plan (refused by Hudi's default update strategy) waits for it, then writes.
 
 **Source.** :class:`CommitStream` hands each new range of completed commits to a function as an
 incremental pull, keeping its offsets in a checkpoint folder so that a restart goes on where it
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -37,7 +39,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import (
-    HudiCompactionError,
+    HudiClusteringUpdateError,
     HudiConcurrentWriteError,
     HudiConfigError,
     HudiKeyError,
@@ -46,6 +48,7 @@ from pyhudi.errors import (
     HudiUnsupportedError,
 )
 from pyhudi.read.incremental import latest_offset, start_offset
+from pyhudi.spark.background import CLUSTERING, COMPACTION, BackgroundServices
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.table import HudiTable
@@ -69,6 +72,7 @@ class BatchReport:
     seconds: float
     skipped: bool = False
     compaction: str | None = None  # compaction scheduled after the batch
+    clustering: str | None = None  # clustering scheduled after the batch
 
 
 class HudiStreamSink:
@@ -77,7 +81,7 @@ class HudiStreamSink:
     ``df.writeStream.foreachBatch(HudiStreamSink(path, options)).option("checkpointLocation", ...)``
     is what :func:`write_stream` starts. ``options`` are :func:`pyhudi.write`'s, plus the
     ``hoodie.datasource.write.streaming.*`` options (checkpoint identifier, retries, failed batches)
-    and ``hoodie.datasource.compaction.async.enable``.
+    and ``hoodie.datasource.compaction.async.enable`` / ``hoodie.clustering.async.*``.
     """
 
     def __init__(self, path: str, options: Mapping[str, Any] | None = None) -> None:
@@ -94,13 +98,17 @@ class HudiStreamSink:
         if self.no_compaction or self.async_compaction:  # none, or scheduled by this sink
             self.options[C.COMPACT_INLINE.key] = "false"
             self.options[C.COMPACT_SCHEDULE_INLINE.key] = "false"
+        self.async_clustering = cfg.get(C.CLUSTERING_ASYNC_ENABLED)
+        if self.async_clustering:  # scheduled by this sink
+            self.options[C.CLUSTERING_INLINE.key] = "false"
+            self.options[C.CLUSTERING_SCHEDULE_INLINE.key] = "false"
         self.cfg = HudiConfig.of(self.options)
         self.reports: list[BatchReport] = []
-        self._compactor: _Compactor | None = None
+        self._services: BackgroundServices | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if self._compactor is not None:
-            self._compactor.raise_failure()
+        if self._services is not None:
+            self._services.raise_failure()
         started = time.monotonic()
         committed = self.committed_batch()
         if committed is not None and batch_id <= committed:
@@ -111,8 +119,12 @@ class HudiStreamSink:
             self.reports.append(BatchReport(batch_id, None, time.monotonic() - started, skipped=True))
             return
         instant = self._write(df, batch_id)
-        compaction = self._compact_async(df.sparkSession) if self.async_compaction and instant else None
-        self.reports.append(BatchReport(batch_id, instant, time.monotonic() - started, compaction=compaction))
+        compaction = clustering = None
+        if instant and (self.async_compaction or self.async_clustering) and not self.services(df.sparkSession).busy():
+            compaction = self._compact_async() if self.async_compaction else None
+            clustering = self._cluster_async() if self.async_clustering else None
+        self.reports.append(BatchReport(batch_id, instant, time.monotonic() - started, compaction=compaction,
+                                        clustering=clustering))
 
     def _write(self, df: DataFrame, batch_id: int) -> str | None:
         """Write the batch, retrying; its instant, or None when it failed and is ignored."""
@@ -129,6 +141,12 @@ class HudiStreamSink:
                              ).instant_time
             except _NOT_RETRIED:
                 raise
+            except HudiClusteringUpdateError as exc:  # our clustering rewrites what the batch updates
+                if self._services is None or not self._services.busy():
+                    raise
+                log.warning("micro-batch %d waits for the background clustering: %s", batch_id, exc)
+                self._services.wait()
+                continue
             except Exception as exc:
                 committed = self.committed_batch()
                 if committed is not None and batch_id <= committed:  # it failed after its commit
@@ -157,99 +175,57 @@ class HudiStreamSink:
             return None
         return last_batch_id(HudiTable(self.path).timeline, self.identifier)
 
-    def _compact_async(self, spark: SparkSession) -> str | None:
-        """When the compactor is idle: queue the pending plans nobody runs (left by a crashed run, or
-        scheduled by another writer), else schedule a new one when due. One plan runs at a time."""
+    def services(self, spark: SparkSession) -> BackgroundServices:
+        if self._services is None:
+            self._services = BackgroundServices(spark, self.path, self.options)
+        return self._services
+
+    def _compact_async(self) -> str | None:
+        """Queue the pending compactions nobody runs (left by a crashed run, or scheduled by another
+        writer), else schedule a new one when due. Called while the service thread is idle."""
         from pyhudi.services.compaction import compaction_due, pending_compactions, schedule_compaction
 
         table = HudiTable(self.path)
         if table.table_type != P.MERGE_ON_READ:
             return None
-        if self._compactor is None:
-            self._compactor = _Compactor(spark, self.path, self.options)
-        if self._compactor.busy():
-            return None
+        assert self._services is not None
         policy = HeartbeatPolicy.of(self.cfg)
         idle = [i.timestamp for i in pending_compactions(table.timeline)
                 if not is_alive(table.storage, i.timestamp, policy)]
         for instant in idle:
-            self._compactor.submit(instant)
+            self._services.submit(COMPACTION, instant)
         if idle or not compaction_due(table.timeline, self.cfg):
             return None
         scheduled = schedule_compaction(table, self.cfg)
         if scheduled is not None:
-            self._compactor.submit(scheduled)
+            self._services.submit(COMPACTION, scheduled)
         return scheduled
 
-    def wait_for_compactions(self, timeout_s: float | None = None) -> None:
-        """Block until the queued compactions have run (raising the error of one that failed)."""
-        if self._compactor is not None:
-            self._compactor.wait(timeout_s)
-            self._compactor.raise_failure()
+    def _cluster_async(self) -> str | None:
+        """Queue the pending clusterings nobody runs, else schedule one once
+        ``hoodie.clustering.async.max.commits`` commits completed since the last."""
+        from pyhudi.services.clustering import clustering_due, pending_clusterings, schedule_clustering
 
-
-class _Compactor:
-    """One background thread running queued compaction plans of one table."""
-
-    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any]) -> None:
-        self.spark, self.path, self.options = spark, path, dict(options)
-        self.queue: queue.Queue[str] = queue.Queue()
-        self.failure: tuple[str, BaseException] | None = None
-        self.thread = threading.Thread(target=self._loop, name=f"pyhudi-compaction {path}", daemon=True)
-        self.thread.start()
-
-    def submit(self, instant: str) -> None:
-        self.queue.put(instant)
-
-    def busy(self) -> bool:
-        return self.queue.unfinished_tasks > 0
-
-    def wait(self, timeout_s: float | None) -> None:
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while self.busy() and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.05)
-
-    def raise_failure(self) -> None:
-        if self.failure is not None:
-            instant, exc = self.failure
-            self.failure = None
-            raise HudiCompactionError(
-                f"the background compaction {instant} of {self.path} failed: {exc}. The micro-batches before it are "
-                "committed; restart the query (the next writer re-attempts the plan) or run `pyhudi compaction run`"
-            ) from exc
-
-    def _loop(self) -> None:
-        from pyhudi.spark.compaction import run_compaction
-
-        while True:
-            instant = self.queue.get()
-            try:
-                run_compaction(self.spark, HudiTable(self.path), instant, self.options)
-                log.info("background compaction %s of %s completed", instant, self.path)
-            except BaseException as exc:
-                why = self._not_a_failure(instant)
-                if why is not None:
-                    log.info("background compaction %s of %s did not run: %s", instant, self.path, why)
-                else:
-                    log.warning("background compaction %s of %s failed: %s", instant, self.path, exc, exc_info=True)
-                    self.failure = (instant, exc)
-            finally:
-                self.queue.task_done()
-
-    def _not_a_failure(self, instant: str) -> str | None:
-        """Why a compaction that raised is fine after all: done or undone by another process, or
-        run by one now (the sink queues it again once that one's heartbeat expires)."""
-        from pyhudi.services.compaction import pending_compactions
-
-        cfg = HudiConfig.of(self.options)
         table = HudiTable(self.path)
-        if table.timeline.is_completed(instant):
-            return "another process completed it"
-        if instant not in {i.timestamp for i in pending_compactions(table.timeline)}:
-            return "it is no longer on the timeline"
-        if is_alive(table.storage, instant, HeartbeatPolicy.of(cfg)):
-            return "another process runs it"
-        return None
+        assert self._services is not None
+        policy = HeartbeatPolicy.of(self.cfg)
+        idle = [i.timestamp for i, _ in pending_clusterings(table.timeline)
+                if not is_alive(table.storage, i.timestamp, policy)]
+        for instant in idle:
+            self._services.submit(CLUSTERING, instant)
+        every = self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS)
+        if idle or not clustering_due(table.timeline, self.cfg, max_commits=every):
+            return None
+        scheduled = schedule_clustering(table, self.cfg)
+        if scheduled is not None:
+            self._services.submit(CLUSTERING, scheduled)
+        return scheduled
+
+    def wait_for_services(self, timeout_s: float | None = None) -> None:
+        """Block until the queued compactions and clusterings have run (raising the error of one that failed)."""
+        if self._services is not None:
+            self._services.wait(timeout_s)
+            self._services.raise_failure()
 
 
 def write_stream(stream_df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
