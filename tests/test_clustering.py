@@ -18,6 +18,7 @@ from pyhudi.services.clustering import (
     ordering,
     pending_clusterings,
     read_clustering_plan,
+    sort_column_problem,
     z_order,
 )
 
@@ -64,6 +65,16 @@ def test_ordering_by_columns_keys_and_curves():
     # each: the interleaved codes start 1011, 0110, 0101, 1000
     assert ordering(rows, ("a", "b"), "z-order").tolist() == [2, 1, 3, 0]
     assert ordering(rows, ("a", "b"), "hilbert").tolist() == [2, 1, 0, 3]
+    # a nested field and a dictionary column order as their values do
+    nested = rows.append_column("s", pa.array([{"v": 3}, {"v": 1}, None, {"v": 2}])) \
+        .set_column(1, "b", pa.array(["x", "y", "z", "w"]).dictionary_encode())
+    assert ordering(nested, ("s.v",), "linear").tolist() == [2, 1, 3, 0]
+    assert ordering(nested, ("b",), "linear").tolist() == [3, 0, 1, 2]
+    assert ordering(nested, ("s.v", "b"), "z-order").tolist() == [2, 1, 3, 0]
+    schema = nested.schema
+    assert sort_column_problem(schema, "s.v") is None and sort_column_problem(schema, "b") is None
+    assert "no order" in sort_column_problem(schema, "s") and "no field" in sort_column_problem(schema, "s.w")
+    assert "no such column" in sort_column_problem(schema, "c")
 
 
 def test_partition_filters():

@@ -63,6 +63,8 @@ def test_replace_operations_are_honoured_everywhere(spark, tmp_path, table_type)
     assert state(spark, path, options={"as.of.instant": c3}) == after_c3
     assert pyhudi.HudiTable(path).timeline.commit_metadata(
         pyhudi.HudiTable(path).timeline.completed_writes()[-1]).operation_type == "DELETE_PARTITION"
+    listing = pyhudi.HudiTable(path).metadata_listing()
+    assert listing is not None and sorted(listing.partitions) == [DAYS[0]], "the metadata table lists them deleted"
 
     # rollback of the delete brings the partitions back; restore undoes the overwrite too
     pyhudi.rollback(path, c4)

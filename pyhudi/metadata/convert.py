@@ -5,7 +5,8 @@ Every completed action is applied to the metadata table as one delta commit of t
 * a commit, delta commit or replace commit: ``__all_partitions__`` with every partition it wrote
   to, and per partition its files with their sizes after the write (a log file appended to twice
   in one commit keeps the larger size). Replaced file groups stay listed: their files remain
-  until the cleaner deletes them;
+  until the cleaner deletes them. A ``DELETE_PARTITION`` replace commit marks its partitions
+  deleted in ``__all_partitions__``;
 * a clean: per partition, the files it deleted (``isDeleted``);
 * a rollback (and each rollback inside a restore): per partition, the files it deleted, the log
   files it wrote rollback blocks to, and the log files the failed instant appended to, with their
@@ -28,7 +29,9 @@ Record = tuple[str, dict]
 
 def commit_records(meta: CommitMetadata) -> list[Record]:
     """The records of a completed commit, delta commit or replace commit."""
-    records = [partitions_record(sorted(p or "." for p in meta.partition_to_write_stats))]
+    deleted = sorted(p or "." for p in meta.partition_to_replace_file_ids or {}) \
+        if meta.operation_type == "DELETE_PARTITION" else []
+    records = [partitions_record(sorted(p or "." for p in meta.partition_to_write_stats), deleted)]
     for partition, stats in sorted(meta.partition_to_write_stats.items()):
         sizes: dict[str, int] = {}
         for stat in stats:

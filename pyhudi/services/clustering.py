@@ -314,13 +314,14 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
                                    "bucket engine)")
     sort = cfg.get(C.CLUSTERING_SORT_COLUMNS)
     schema = table.arrow_schema()
-    if sort and schema is not None:
-        unknown = [c for c in sort if c not in schema.names]
-        if unknown:
-            from pyhudi.errors import HudiConfigError
+    problems = [(c, why) for c in sort if (why := sort_column_problem(schema, c))] if schema is not None else []
+    if problems:
+        from pyhudi.errors import HudiConfigError
 
-            raise HudiConfigError(f"hoodie.clustering.plan.strategy.sort.columns names {', '.join(unknown)}, which "
-                                  f"the table does not have (its columns: {', '.join(schema.names)})")
+        assert schema is not None
+        raise HudiConfigError(f"{C.CLUSTERING_SORT_COLUMNS.key}: "
+                              + "; ".join(f"cannot sort by {c}: {why}" for c, why in problems)
+                              + f" (the table's columns: {', '.join(schema.names)})")
     with TableLock(table.path, cfg).held():
         timeline = table.timeline.reload()
         busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))
@@ -348,16 +349,51 @@ def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | No
 
 # -- ordering ------------------------------------------------------------------------------------
 def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndarray:
-    """Row order of ``rows``: by ``columns`` (record key without them), linear or along a curve."""
+    """Row order of ``rows``: by ``columns`` (record key without them), linear or along a curve.
+    A column may name a nested field (``a.b``), as Hudi's sort columns may."""
     if not columns:
         return np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")]))
+    keys = sort_key_columns(rows, columns)
     if strategy == "linear" or len(columns) == 1:
-        keys = [(c, "ascending", "at_start") for c in columns] + [(RECORD_KEY, "ascending", "at_end")]
-        return np.asarray(pc.sort_indices(rows, sort_keys=keys))
+        table = pa.table({**{f"k{i}": k for i, k in enumerate(keys)}, RECORD_KEY: rows.column(RECORD_KEY)})
+        order = [(f"k{i}", "ascending", "at_start") for i in range(len(keys))] + [(RECORD_KEY, "ascending", "at_end")]
+        return np.asarray(pc.sort_indices(table, sort_keys=order))
     bits = max(1, min(21, 63 // len(columns)))
-    coords = np.stack([_scaled_rank(rows.column(c), bits) for c in columns])
+    coords = np.stack([_scaled_rank(k, bits) for k in keys])
     index = z_order(coords, bits) if strategy == "z-order" else hilbert(coords, bits)
     return np.lexsort((np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")])).argsort(), index))
+
+
+def sort_key_columns(rows: pa.Table, columns: tuple[str, ...]) -> list[pa.ChunkedArray]:
+    """The values of each sort column: nested fields resolved, dictionaries decoded (Arrow sorts
+    neither a struct nor a dictionary)."""
+    out = []
+    for name in columns:
+        head, *rest = name.split(".")
+        values = rows.column(head)
+        for field_name in rest:
+            values = pc.struct_field(values, field_name)
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        out.append(values)
+    return out
+
+
+def sort_column_problem(schema: pa.Schema, name: str) -> str | None:
+    """Why ``name`` cannot be a sort column of ``schema`` (None when it can)."""
+    head, *rest = name.split(".")
+    if head not in schema.names:
+        return "the table has no such column"
+    typ = schema.field(head).type
+    for field_name in rest:
+        if not pa.types.is_struct(typ) or typ.get_field_index(field_name) < 0:
+            return f"{head} has no field {name[len(head) + 1:]}"
+        typ = typ.field(field_name).type
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if pa.types.is_nested(typ):
+        return f"it is of type {typ}, which has no order; name a field inside it (a.b)"
+    return None
 
 
 def _scaled_rank(column: pa.ChunkedArray, bits: int) -> np.ndarray:
