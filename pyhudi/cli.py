@@ -207,9 +207,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = mwhat.add_parser("validate", help="compare the files partition with a storage listing; exit 1 on a difference")
     p.add_argument("--path", required=True, help="table base path")
     services(sub)
+    p = sub.add_parser("report", help="write one self-contained HTML page of the table: timeline, file layout, "
+                       "write amplification, index efficiency, write phases, options, with pictures")
+    p.add_argument("--path", required=True, help="table base path")
+    p.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
+    p = sub.add_parser("advise", help="tuning advice from the table's own history, with the figures behind it")
+    p.add_argument("--path", required=True, help="table base path")
     args = parser.parse_args(argv)
     try:
         table = HudiTable(args.path)
+        if args.command == "report":
+            from pyhudi.report.page import write_report
+
+            report = write_report(args.path, args.out)
+            print(f"wrote {report.path} ({report.charts} charts, {len(report.advice)} pieces of advice) in "
+                  f"{report.seconds:.2f} s")
+            return 0
+        if args.command == "advise":
+            from pyhudi.report.advisor import advice_text, advise
+            from pyhudi.report.facts import gather
+
+            print(advice_text(advise(gather(table))))
+            return 0
         if args.command == "metadata":
             from pyhudi.cli_metadata import validate, validate_text
 

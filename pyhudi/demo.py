@@ -20,6 +20,8 @@ from pyspark.sql import functions as F
 import pyhudi
 from pyhudi.cli import human, show_commits, show_compactions, show_file_groups
 from pyhudi.cli_timeline import show_timeline
+from pyhudi.report.advisor import advice_text
+from pyhudi.report.page import write_report
 
 START = dt.date(2024, 1, 1)
 
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drones", type=int, default=20)
     parser.add_argument("--days", type=int, default=3, help="days in the bulk load")
     parser.add_argument("--upserts", type=int, default=2, help="daily upserts after the load")
+    parser.add_argument("--report", default="demo-output/report.html", help="where the HTML report goes")
     parser.add_argument("--table-type", default="COPY_ON_WRITE", choices=["COPY_ON_WRITE", "MERGE_ON_READ"])
     args = parser.parse_args(argv)
     shutil.rmtree(args.path, ignore_errors=True)
@@ -128,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         print(show_compactions(pyhudi.HudiTable(args.path), None))
         print(f"compacted: {done}; rows after compaction: {pyhudi.read(spark, args.path).count():,}")
     spark.stop()
+
+
+    report = write_report(args.path, args.report)
+    print(f"\nAdvice (pyhudi advise):\n{advice_text(report.advice)}")
+    print(f"\nReport (pyhudi report): {report.path.resolve().as_uri()} ({report.charts} charts, "
+          f"{report.seconds:.2f} s); open it in a browser")
     return 0
 
 

@@ -66,7 +66,7 @@ from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.bulk_insert import BulkInsertPlan, bulk_insert_writer, plan_bulk_insert, slot_bounds
 from pyhudi.write.columns import BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
-from pyhudi.write.commit import commit_metadata
+from pyhudi.write.commit import commit_metadata, record_run
 from pyhudi.write.handles import write_buckets
 from pyhudi.write.markers import delete_markers
 from pyhudi.write.partition_writer import (
@@ -283,6 +283,7 @@ class Pipeline:
             meta.extra_metadata.update(self.extra_metadata)
             if self.index_stats is not None:
                 meta.extra_metadata[INDEX_STATS_KEY] = json.dumps(self.index_stats.to_dict(), sort_keys=True)
+            record_run(meta, self.phases, self.cfg.raw)
             started = time.monotonic()
             index_files = None
             if keeps_record_index(self.cfg):

@@ -73,6 +73,11 @@ class Timeline:
         return self
 
     # -- queries -----------------------------------------------------------------------------
+    def mtime_ns(self, instant: Instant) -> int | None:
+        """When the instant's file was written, as the listing saw it (None: no such file)."""
+        stamp = self._stamps.get(instant)
+        return stamp[1] if stamp else None
+
     @property
     def instant_files(self) -> list[Instant]:
         """Every instant state that has a file, sorted by time then state."""

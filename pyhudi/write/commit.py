@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +63,23 @@ def commit_metadata(rows: list[dict[str, Any]], *, operation_type: str, schema_j
         by_partition.setdefault(row["partition_path"], []).append(write_stat(row))
     return CommitMetadata(partition_to_write_stats=by_partition, operation_type=operation_type,
                           extra_metadata={"schema": schema_json}, partition_to_replace_file_ids=replaced)
+
+
+#: extraMetadata entry of a pyhudi write: seconds of each write phase, as JSON
+PHASES_KEY = "pyhudi.write.phases"
+#: extraMetadata entry of a pyhudi write: the hoodie.* options the writer set, as JSON
+OPTIONS_KEY = "pyhudi.write.options"
+#: option keys whose values are not recorded (credentials of lock providers and stores)
+_SECRET = re.compile(r"password|secret|token|credential|access\.?key", re.IGNORECASE)
+
+
+def record_run(meta: CommitMetadata, phases: Mapping[str, Any], options: Mapping[str, Any]) -> None:
+    """Add the write's phase times and the ``hoodie.*`` options it was given to ``meta``, so that
+    ``pyhudi report`` and ``pyhudi advise`` can tell how each write ran."""
+    meta.extra_metadata[PHASES_KEY] = json.dumps(
+        {k[:-2]: v for k, v in phases.items() if k.endswith("_s") and isinstance(v, (int, float))}, sort_keys=True)
+    meta.extra_metadata[OPTIONS_KEY] = json.dumps(
+        {k: str(v) for k, v in options.items() if k.startswith("hoodie.") and not _SECRET.search(k)}, sort_keys=True)
 
 
 def summarize(meta: CommitMetadata) -> dict[str, Any]:

@@ -1,0 +1,211 @@
+"""The figures a report and the advisor work from, read from the timeline and the file listing.
+
+Everything here comes from what every Hudi writer records: instant files (and their modification
+times), commit metadata (write statistics per file), rollback metadata, ``hoodie.properties`` and
+the latest file slices. pyhudi's own writes add a few entries to a commit's ``extraMetadata``:
+the index statistics (``pyhudi.index.stats``), the time of each write phase
+(``pyhudi.write.phases``) and the ``hoodie.*`` options the writer set (``pyhudi.write.options``);
+tables other writers made simply lack those figures.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.index import INDEX_STATS_KEY
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.archive import has_archive
+from pyhudi.timeline.avro_records import read_record
+from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant, State, parse_instant_time
+from pyhudi.write.commit import OPTIONS_KEY, PHASES_KEY
+
+#: operations that bring records in (amplification is measured against them); the rest are services
+INGEST_OPERATIONS = frozenset({"UPSERT", "INSERT", "BULK_INSERT", "DELETE", "UPSERT_PREPPED", "INSERT_PREPPED",
+                               "INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE"})
+
+
+@dataclass(frozen=True)
+class InstantFacts:
+    """One instant of the active timeline (or one a rollback undid, ``state`` ``ROLLED_BACK``)."""
+
+    timestamp: str
+    action: str
+    state: str  # COMPLETED, INFLIGHT, REQUESTED or ROLLED_BACK
+    requested_at: dt.datetime
+    completed_at: dt.datetime | None = None
+    operation: str | None = None
+    records_written: int = 0
+    inserts: int = 0
+    updates: int = 0
+    deletes: int = 0
+    bytes_written: int = 0
+    files_written: int = 0
+    files_created: int = 0
+    partitions: int = 0
+    write_errors: int = 0
+    incoming_bytes: float = 0.0
+    index: Mapping[str, Any] | None = None
+    phases: Mapping[str, float] = field(default_factory=dict)
+    options: Mapping[str, str] = field(default_factory=dict)
+    undone: tuple[str, ...] = ()  # rollback or restore: the instants it undid
+
+    @property
+    def seconds(self) -> float | None:
+        """From requested to completed (None while pending)."""
+        if self.completed_at is None:
+            return None
+        return max(0.0, (self.completed_at - self.requested_at).total_seconds())
+
+    @property
+    def is_ingest(self) -> bool:
+        return self.operation in INGEST_OPERATIONS
+
+    @property
+    def amplification(self) -> float | None:
+        """Bytes written per byte of incoming records (a record's bytes as the file it went to
+        stores it): 1 for appends, the rewritten file's share for copy-on-write updates."""
+        if not self.is_ingest or self.incoming_bytes <= 0:
+            return None
+        return self.bytes_written / self.incoming_bytes
+
+
+@dataclass(frozen=True)
+class SliceFacts:
+    """The latest file slice of one file group."""
+
+    partition: str
+    file_id: str
+    base_bytes: int  # 0: no base file (a log-only slice)
+    log_bytes: int
+    log_files: int
+
+    @property
+    def log_to_base(self) -> float | None:
+        return self.log_bytes / self.base_bytes if self.base_bytes else None
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    path: str
+    name: str
+    table_type: str
+    properties: Mapping[str, str]
+    instants: list[InstantFacts]
+    slices: list[SliceFacts]
+    options: Mapping[str, str]  # the hoodie.* options the latest pyhudi write set
+    max_file_size: int
+    small_file_limit: int
+    archived_before: str | None  # instants before this were archived
+
+    def writes(self) -> list[InstantFacts]:
+        return [i for i in self.instants if i.state == "COMPLETED" and i.action in WRITE_ACTIONS]
+
+    def ingests(self) -> list[InstantFacts]:
+        return [i for i in self.writes() if i.is_ingest]
+
+    def setting(self, opt: C.ConfigOption[Any]) -> Any:
+        """An option's value as the latest write ran with it (its default when not set)."""
+        return HudiConfig.of({k: v for k, v in self.options.items() if k == opt.key}, warn_unknown=False).get(opt)
+
+
+def gather(table: HudiTable) -> TableFacts:
+    """The figures of ``table``: its active timeline and its latest file slices."""
+    timeline = table.timeline
+    utc = table.config.utc_timeline
+    instants: list[InstantFacts] = []
+    undone: dict[str, str] = {}
+    for inst in timeline.instants():
+        facts = _instant(table, inst, utc)
+        instants.append(facts)
+        for target in facts.undone:
+            undone[target] = facts.timestamp
+    # writes a rollback or restore undid: known by time and, where recorded, action
+    for target in sorted(set(undone) - {i.timestamp for i in instants}):
+        instants.append(InstantFacts(target, _undone_action(table, undone[target], target), "ROLLED_BACK",
+                                     _parse_time(target)))
+    instants.sort(key=lambda i: i.timestamp)
+    view = table.file_system_view()
+    slices = [SliceFacts(s.partition_path, s.file_id, s.base_file.size if s.base_file else 0,
+                         sum(lf.size for lf in s.log_files), len(s.log_files)) for s in view.latest_slices()]
+    options: Mapping[str, str] = {}
+    for facts in reversed(instants):
+        if facts.options:
+            options = facts.options
+            break
+    cfg = HudiConfig.of(dict(options), warn_unknown=False)
+    first = timeline.first_instant_time() if has_archive(table.storage) else None
+    return TableFacts(table.path, table.name, table.table_type, dict(table.config.props), instants, slices,
+                      dict(options), cfg.get(C.PARQUET_MAX_FILE_SIZE), cfg.get(C.PARQUET_SMALL_FILE_LIMIT), first)
+
+
+def _parse_time(ts: str) -> dt.datetime:
+    try:
+        return parse_instant_time(ts)
+    except ValueError:
+        return dt.datetime.min
+
+
+def _local(mtime_ns: int | None, utc: bool) -> dt.datetime | None:
+    """A file time in the zone instant times are written in (naive, like them)."""
+    if not mtime_ns:
+        return None
+    moment = dt.datetime.fromtimestamp(mtime_ns / 1e9, tz=dt.timezone.utc)
+    return moment.replace(tzinfo=None) if utc else moment.astimezone().replace(tzinfo=None)
+
+
+def _instant(table: HudiTable, inst: Instant, utc: bool) -> InstantFacts:
+    timeline = table.timeline
+    requested = _local(timeline.mtime_ns(Instant(inst.timestamp, State.REQUESTED, inst.action)), utc)
+    started = min(requested, _parse_time(inst.timestamp)) if requested else _parse_time(inst.timestamp)
+    if not inst.is_completed:
+        return InstantFacts(inst.timestamp, inst.action, inst.state.name, started)
+    completed = _local(timeline.mtime_ns(inst), utc)
+    if inst.action in WRITE_ACTIONS:
+        meta = timeline.commit_metadata(inst)
+        stats = meta.write_stats()
+        incoming = sum((s.numInserts + s.numUpdateWrites) * s.totalWriteBytes / s.numWrites
+                       for s in stats if s.numWrites)
+        extra = meta.extra_metadata
+        return InstantFacts(
+            inst.timestamp, inst.action, "COMPLETED", started, completed, operation=meta.operation_type,
+            records_written=meta.total("numWrites"), inserts=meta.total("numInserts"),
+            updates=meta.total("numUpdateWrites"), deletes=meta.total("numDeletes"),
+            bytes_written=meta.total("totalWriteBytes"), files_written=len(stats),
+            files_created=sum(1 for s in stats if s.prevCommit in ("null", None, "")),
+            partitions=len(meta.partition_to_write_stats), write_errors=meta.total("totalWriteErrors"),
+            incoming_bytes=incoming, index=_json(extra.get(INDEX_STATS_KEY)), phases=_json(extra.get(PHASES_KEY)) or {},
+            options=_json(extra.get(OPTIONS_KEY)) or {})
+    undone: tuple[str, ...] = ()
+    if inst.action in (ROLLBACK, RESTORE):
+        data = timeline.read_bytes(inst)
+        record = read_record(data) if data else {}
+        key = "commitsRollback" if inst.action == ROLLBACK else "instantsToRollback"
+        undone = tuple(str(t) if not isinstance(t, dict) else str(t.get("commitTime")) for t in record.get(key) or [])
+    return InstantFacts(inst.timestamp, inst.action, "COMPLETED", started, completed, undone=undone)
+
+
+def _undone_action(table: HudiTable, rollback: str, target: str) -> str:
+    """The action of an instant a rollback undid, from the rollback's metadata (commit when unknown)."""
+    timeline = table.timeline
+    for inst in timeline.instants():
+        if inst.timestamp == rollback and inst.is_completed and inst.action == ROLLBACK:
+            data = timeline.read_bytes(inst)
+            for entry in (read_record(data) if data else {}).get("instantsRollback") or []:
+                if entry.get("commitTime") == target:
+                    return str(entry.get("action") or "commit")
+    return "commit"
+
+
+def _json(text: str | None) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
