@@ -45,9 +45,11 @@ def _pyplot() -> Any:
     return plt
 
 
-def _figure(height: float = 3.2) -> tuple[Any, Any]:
+def _figure(height: float = 3.2, *, bottom: float = 0.3) -> tuple[Any, Any]:
+    """A figure with fixed margins (fitting them to the labels would draw every chart twice)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(11, height), dpi=DPI)
+    fig.subplots_adjust(left=0.08, right=0.92, top=0.95, bottom=bottom)
     ax.grid(True, axis="y", alpha=0.3)
     ax.spines[["top", "right"]].set_visible(False)
     return fig, ax
@@ -55,7 +57,7 @@ def _figure(height: float = 3.2) -> tuple[Any, Any]:
 
 def _png(fig: Any) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", pil_kwargs={"compress_level": 1})
+    fig.savefig(buf, format="png", pil_kwargs={"compress_level": 1})
     _pyplot().close(fig)
     return buf.getvalue()
 
@@ -206,8 +208,11 @@ def amplification_chart(facts: TableFacts) -> Chart:
     if not ingests:
         _empty(ax, "no ingesting writes with inserts or updates")
     else:
-        ax.bar(range(len(ingests)), [w.amplification or 0 for w in ingests], color="#c44e52")
-        ax.set_yscale("log")
+        values = [w.amplification or 0 for w in ingests]
+        ax.bar(range(len(ingests)), values, color="#c44e52")
+        if max(values) > 50 * max(min(values), 1e-9):  # appends and rewrites side by side
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(_pyplot().NullFormatter())
         ax.set_ylabel("bytes written / incoming bytes")
         _commit_axis(ax, ingests)
     caption = ("Write amplification of each ingesting commit: bytes written divided by the bytes of its incoming "
@@ -226,10 +231,9 @@ def index_chart(facts: TableFacts) -> Chart:
     if not rows:
         _empty(ax, "no index statistics (writes by other engines, or no lookups)")
     else:
-        width = 0.8 / len(series)
-        for n, (key, label, color) in enumerate(series):
-            ax.bar([x + (n - 1.5) * width for x in range(len(rows))],
-                   [float((w.index or {}).get(key) or 0) for w in rows], width=width, label=label, color=color)
+        for key, label, color in series:
+            ax.plot(range(len(rows)), [float((w.index or {}).get(key) or 0) for w in rows], label=label,
+                    color=color, marker="o", markersize=3, linewidth=1.2, drawstyle="steps-mid")
         ax.legend(loc="upper left", fontsize=8)
         ax.set_ylabel("files / keys")
         _commit_axis(ax, rows)
@@ -247,13 +251,10 @@ def phases_chart(facts: TableFacts) -> Chart:
     if not rows:
         _empty(ax, "no phase times recorded (writes by other engines)")
     else:
-        bottom = [0.0] * len(rows)
         palette = ["#4c72b0", "#55a868", "#c44e52", "#8172b2", "#ccb974", "#64b5cd", "#937860", "#da8bc3",
                    "#8c8c8c"]
-        for n, name in enumerate(names):
-            values = [float(w.phases.get(name, 0)) for w in rows]
-            ax.bar(range(len(rows)), values, bottom=bottom, label=name, color=palette[n % len(palette)])
-            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.stackplot(range(len(rows)), [[float(w.phases.get(name, 0)) for w in rows] for name in names],
+                     labels=names, colors=[palette[n % len(palette)] for n in range(len(names))], step="mid")
         ax.legend(loc="upper left", fontsize=8, ncol=4)
         ax.set_ylabel("seconds")
         _commit_axis(ax, rows)

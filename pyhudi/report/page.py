@@ -41,7 +41,7 @@ figcaption { color: #555; font-size: 13px; }
 table { border-collapse: collapse; font-size: 13px; margin: 8px 0 20px; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; } td.num { text-align: right; }
-.advice li { margin-bottom: 8px; } .action { color: #1a5e20; font-family: monospace; }
+.advice li { margin-bottom: 8px; } .action { color: #1a5e20; font-family: monospace; overflow-wrap: anywhere; }
 """
 
 SCRIPT = """

@@ -312,7 +312,7 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         raise HudiUnsupportedError("clustering a BUCKET-index table would move records out of their buckets' file "
                                    "groups; pyhudi does not cluster such tables (Hudi 0.14 neither, for the simple "
                                    "bucket engine)")
-    sort = cfg.get(C.CLUSTERING_SORT_COLUMNS)
+    sort = cfg.get(C.CLUSTERING_SORT_COLUMNS) or ()
     schema = table.arrow_schema()
     problems = [(c, why) for c in sort if (why := sort_column_problem(schema, c))] if schema is not None else []
     if problems:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +31,7 @@ from pyhudi.metadata.table import RECORD_INDEX_PARTITION
 from pyhudi.read.merge import MergeSpec, read_slice
 from pyhudi.services.clustering import (
     CLUSTER,
+    ClusteringGroup,
     clustering_conflicts,
     clustering_due,
     describe_groups,
@@ -40,9 +41,8 @@ from pyhudi.services.clustering import (
     schedule_clustering,
 )
 from pyhudi.services.rollback import rollback_instant
-from pyhudi.spark.merged import spread
 from pyhudi.spark.record_index import write_changes
-from pyhudi.spark.worker import map_in_arrow
+from pyhudi.spark.worker import per_item
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
@@ -106,24 +106,17 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     visibility = table.file_system_view().visibility(before=instant_time)
     groups = list(plan.groups)
     sort_columns, strategy = plan.sort_columns, cfg.get(C.LAYOUT_OPTIMIZE_STRATEGY)
-    base_uri = table.storage.base_uri
-    schema_ipc = file_schema.serialize().to_pybytes()
 
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                group = groups[i]
-                merged = [read_slice(storage, piece, schema, spec, visibility)[0] for piece in group.slices]
-                rows = pa.concat_tables(merged) if merged else schema.empty_table()
-                if not rows.num_rows:
-                    continue
-                rows = rows.take(ordering(rows, sort_columns, strategy))
-                expected = {(current_task().partition_id, group.partition_path): rows.num_rows}
-                yield from bulk_insert_writer(rows.to_batches(max_chunksize=64 * 1024), ctx, expected)
+    def work(storage: Storage, group: ClusteringGroup, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        merged = [read_slice(storage, piece, schema, spec, visibility)[0] for piece in group.slices]
+        rows = pa.concat_tables(merged) if merged else schema.empty_table()
+        if rows.num_rows:
+            rows = rows.take(ordering(rows, sort_columns, strategy))
+            expected = {(current_task().partition_id, group.partition_path): rows.num_rows}
+            yield from bulk_insert_writer(rows.to_batches(max_chunksize=64 * 1024), ctx, expected)
 
-    stats = [r.asDict() for r in map_in_arrow(spread(spark, len(groups)), body, STATS_DDL).collect()] if groups else []
+    out = per_item(spark, table.storage.base_uri, groups, file_schema, work, STATS_DDL) if groups else None
+    stats = [r.asDict() for r in out.collect()] if out is not None else []
     replaced: dict[str, list[str]] = {}
     for g in groups:
         for piece in g.slices:

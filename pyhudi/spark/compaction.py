@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -23,14 +23,14 @@ from pyhudi.io.base_file import parquet_settings
 from pyhudi.metadata.sync import complete_instant
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import (
+    CompactionOperation,
     compact_slice,
     compaction_due,
     pending_compactions,
     read_plan,
     schedule_compaction,
 )
-from pyhudi.spark.merged import spread
-from pyhudi.spark.worker import map_in_arrow
+from pyhudi.spark.worker import per_item
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
@@ -91,19 +91,13 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     spec = _merge_spec(table, cfg)
     visibility = table.file_system_view().visibility(before=instant_time)
     ops = list(operations)
-    schema_ipc = file_schema.serialize().to_pybytes()
-    base_uri = table.storage.base_uri
 
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-        token = current_task().token
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                yield stats_batch(compact_slice(storage, ops[i], schema, settings, spec, visibility,
-                                                instant_time, token))
+    def work(storage: Storage, op: CompactionOperation, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        yield stats_batch(compact_slice(storage, op, schema, settings, spec, visibility, instant_time,
+                                        current_task().token))
 
-    rows = [r.asDict() for r in map_in_arrow(spread(spark, len(ops)), body, STATS_DDL).collect()] if ops else []
+    stats = per_item(spark, table.storage.base_uri, ops, file_schema, work, STATS_DDL) if ops else None
+    rows = [r.asDict() for r in stats.collect()] if stats is not None else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
     with lock.held():

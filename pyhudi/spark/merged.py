@@ -31,33 +31,20 @@ from pyhudi.read.merge import (
     scan_logs,
 )
 from pyhudi.spark.jvm import select_exprs
-from pyhudi.spark.worker import map_in_arrow
+from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
-
-
-def spread(spark: SparkSession, count: int) -> DataFrame:
-    """``count`` row ids spread over enough partitions that every core gets slices."""
-    parallelism = spark.sparkContext.defaultParallelism
-    return spark.range(0, count, numPartitions=max(1, min(count, parallelism * 2)))
 
 
 def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead], read_schema: pa.Schema,
                   spec: MergeSpec, visibility: Visibility, out: pa.Schema, out_ddl: T.StructType | str,
                   emit: Callable[[SliceToRead, pa.Table], pa.Table]) -> DataFrame:
     """Merge each slice in an executor (``read_schema`` columns) and return ``emit``'s rows of it."""
-    schema_ipc = read_schema.serialize().to_pybytes()
-    pieces = list(slices)
+    def work(storage: Storage, piece: SliceToRead, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        merged, _counts, _scan = read_slice(storage, piece, schema, spec, visibility)
+        if merged.num_rows:
+            yield from emit(piece, merged).cast(out).to_batches()
 
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                merged, _counts, _scan = read_slice(storage, pieces[i], schema, spec, visibility)
-                if merged.num_rows:
-                    yield from emit(pieces[i], merged).cast(out).to_batches()
-
-    return map_in_arrow(spread(spark, len(pieces)), body, out_ddl)
+    return per_item(spark, base_uri, slices, read_schema, work, out_ddl)
 
 
 def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,

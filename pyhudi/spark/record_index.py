@@ -40,8 +40,7 @@ from pyhudi.metadata.keys import file_group_id
 from pyhudi.metadata.table import Builder, MetadataTable, usable_partitions
 from pyhudi.read.merge import MergeSpec, SliceToRead, key_columns
 from pyhudi.spark.index import EXISTING_PP, EXISTING_RK
-from pyhudi.spark.merged import spread
-from pyhudi.spark.worker import map_in_arrow
+from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.table.table import HudiTable
@@ -93,18 +92,8 @@ def _with_group(df: DataFrame, groups: int, key_col: str | None = None) -> DataF
 def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa.Schema,
               emit: Callable[[Storage, T, pa.Schema], pa.Table], ddl: str) -> DataFrame:
     """The rows ``emit`` makes of each item (a data file slice or file group), in executors."""
-    key_schema_ipc = key_schema.serialize().to_pybytes()
-
-    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
-        schema = pa.ipc.read_schema(pa.py_buffer(key_schema_ipc))
-        for batch in batches:
-            for i in batch.column(0).to_pylist():
-                found = emit(storage, items[i], schema)
-                if found.num_rows:
-                    yield from found.to_batches()
-
-    return map_in_arrow(spread(spark, len(items)), body, ddl)
+    return per_item(spark, base_uri, items, key_schema, lambda st, item, schema: emit(st, item, schema).to_batches(),
+                    ddl)
 
 
 def _per_group(located: DataFrame, count: int, base_uri: str,

@@ -25,13 +25,17 @@ import gc
 import os
 import sys
 import zipimport
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from pyhudi.storage import Storage
+
 ArrowBody = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+Item = TypeVar("Item")
 
 _prepared = False
 _reread_directory = zipimport.zipimporter.invalidate_caches
@@ -70,3 +74,28 @@ def map_in_arrow(df: DataFrame, body: ArrowBody, schema: T.StructType | str) -> 
         yield from body(batches)
 
     return df.mapInArrow(run, schema)
+
+
+def spread(spark: SparkSession, count: int) -> DataFrame:
+    """``count`` row ids spread over enough partitions that every core gets some."""
+    parallelism = spark.sparkContext.defaultParallelism
+    return spark.range(0, count, numPartitions=max(1, min(count, parallelism * 2)))
+
+
+def per_item(spark: SparkSession, base_uri: str, items: Sequence[Item], schema: pa.Schema,
+             work: Callable[[Storage, Item, pa.Schema], Iterable[pa.RecordBatch]],
+             out: T.StructType | str) -> DataFrame:
+    """The batches ``work`` makes of each of ``items`` (frozen plans: file slices, file groups,
+    clustering groups), one call per item in an executor. The items travel pickled with the
+    function; ``schema`` as Arrow IPC bytes, and each task opens the table's storage once."""
+    schema_ipc = schema.serialize().to_pybytes()
+    pieces = list(items)
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri)
+        read_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                yield from work(storage, pieces[i], read_schema)
+
+    return map_in_arrow(spread(spark, len(pieces)), body, out)
