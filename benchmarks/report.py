@@ -58,11 +58,14 @@ def main() -> None:
     spark = pyhudi.spark_session()
     started = time.perf_counter()
     batches = [rows(0, 1, args.drones)] + [daily_batch(d, args.drones) for d in range(1, args.commits)]
-    for n, batch in enumerate(batches):
-        op = "bulk_insert" if n == 0 else "upsert"
-        pyhudi.write(pandas_frame(spark, batch), path, {**OPTIONS, "hoodie.datasource.write.operation": op})
-    print(f"wrote {args.commits} commits ({sum(len(b) for b in batches):,} rows) in "
-          f"{time.perf_counter() - started:.0f} s: {path}")
+    if pyhudi.HudiTable.exists(path):  # --work of an earlier run: time the report only
+        print(f"reusing {path}")
+    else:
+        for n, batch in enumerate(batches):
+            op = "bulk_insert" if n == 0 else "upsert"
+            pyhudi.write(pandas_frame(spark, batch), path, {**OPTIONS, "hoodie.datasource.write.operation": op})
+        print(f"wrote {args.commits} commits ({sum(len(b) for b in batches):,} rows) in "
+              f"{time.perf_counter() - started:.0f} s: {path}")
     table = pyhudi.HudiTable(path)
     print(f"active timeline: {len(table.timeline.instants())} instants, "
           f"{len(table.timeline.completed_writes())} completed writes")
@@ -81,8 +84,9 @@ def main() -> None:
     except ImportError:
         print("\n(delta-rs peer skipped: pip install -e '.[bench]')")
         return
-    for batch in batches:
-        deltalake.write_deltalake(delta, batch, mode="append", partition_by=["day"])
+    if not Path(delta).exists():
+        for batch in batches:
+            deltalake.write_deltalake(delta, batch, mode="append", partition_by=["day"])
 
     def delta_history() -> None:
         t = deltalake.DeltaTable(delta)

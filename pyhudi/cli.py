@@ -220,8 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pyhudi.report.page import write_report
 
             report = write_report(args.path, args.out)
-            print(f"wrote {report.path} ({report.charts} charts, {len(report.advice)} pieces of advice) in "
-                  f"{report.seconds:.2f} s")
+            advice = len(report.advice)
+            print(f"wrote {report.path} ({report.charts} charts, {advice} piece{'s' if advice != 1 else ''} of "
+                  f"advice) in {report.seconds:.2f} s")
             return 0
         if args.command == "advise":
             from pyhudi.report.advisor import advice_text, advise
