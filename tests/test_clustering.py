@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -21,6 +22,7 @@ from pyhudi.services.clustering import (
     sort_column_problem,
     z_order,
 )
+from pyhudi.timeline.instant import Instant, State
 
 SCHEMA = "key string, part string, ts long, x double, y double"
 
@@ -255,6 +257,28 @@ def test_allowed_updates_make_the_clustering_fail_and_lose_nothing(spark, tmp_pa
     expected = rows_of(spark, path)
     with pytest.raises(pyhudi.HudiWriteConflictError, match="k1|wrote"):
         pyhudi.cluster(spark, path, opts, instant=planned[0])
+    assert rows_of(spark, path) == expected
+
+    # the same with a plan as Apache Hudi writes it (no record of the writes under way): a write that
+    # completed after the plan file was written still conflicts
+    def hudi_plan_first(*args, **kw):
+        made = pyhudi.schedule_clustering(path)
+        assert made is not None
+        table = pyhudi.HudiTable(path)
+        bare = dataclasses.replace(read_clustering_plan(table.timeline, made), last_completed=None)
+        requested = Instant(made, State.REQUESTED, "replacecommit")
+        table.storage.write_bytes(table.timeline.path_of(requested), bare.to_bytes(table.storage.uri("")))
+        planned.append(made)
+        return guard(*args, **kw)
+
+    monkeypatch.setattr(pipeline, "guard_updates", hudi_plan_first)
+    pyhudi.write(spark.createDataFrame([("k1-02", "p0", 8, 4.0, 4.0)], SCHEMA), path,
+                 {**opts, "pyhudi.write.partition.local": "false"})
+    monkeypatch.undo()
+    assert read_clustering_plan(pyhudi.HudiTable(path).timeline, planned[-1]).last_completed is None
+    expected = rows_of(spark, path)
+    with pytest.raises(pyhudi.HudiWriteConflictError):
+        pyhudi.cluster(spark, path, opts, instant=planned[-1])
     assert rows_of(spark, path) == expected
 
     # hoodie.clustering.rollback.pending.replacecommit.on.conflict: the update rolls the plan back

@@ -186,6 +186,17 @@ def retention_table(spark, path: str, by_commits: bool) -> None:
         write(spark, path, rows(["k1", f"n{n}"], ts=n), opts)
 
 
+def test_many_small_files_of_a_bucket_table_are_not_advised_against(spark, tmp_path):
+    """A BUCKET table's files are its buckets: neither clustering nor a load's parallelism is advice."""
+    path = str(tmp_path / "t")
+    opts = options(**{"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "12"})
+    write(spark, path, rows(f"k{i:04d}" for i in range(600)), opts, "bulk_insert")
+    write(spark, path, rows(["k0001"], ts=2), opts)
+    facts = gather(pyhudi.HudiTable(path))
+    assert sum(1 for s in facts.slices if s.base_bytes) == 12
+    assert not {a.rule for a in advise(facts)} & {"clustering", "bulk-insert-parallelism"}
+
+
 RULES: dict[str, tuple[Callable, str]] = {
     "index": (index_table, "hoodie.index.type=RECORD_INDEX"),
     "small-file-limit": (small_file_limit_table, "hoodie.parquet.small.file.limit=104857600"),

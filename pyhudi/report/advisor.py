@@ -83,7 +83,8 @@ def _small_file_limit(facts: TableFacts) -> Advice | None:
                 f"hoodie.parquet.small.file.limit is 0: inserts never fill existing files, and {len(small)} of "
                 f"{len(based)} base files are under {default_limit // MB} MB",
                 f"set hoodie.parquet.small.file.limit={default_limit} (Hudi's default), so inserts top small files up")
-    inserts_only = [w for w in facts.ingests() if w.inserts and not w.updates and w.amplification][-10:]
+    inserts_only = [w for w in facts.ingests() if w.inserts and not w.updates and not w.deletes
+                    and w.amplification][-10:]
     if facts.small_file_limit and len(inserts_only) >= MIN_WRITES:
         amp = statistics.median(w.amplification or 0 for w in inserts_only)
         if amp > INSERT_AMPLIFICATION_LIMIT:
@@ -98,6 +99,8 @@ def _small_file_limit(facts: TableFacts) -> Advice | None:
 
 
 def _clustering(facts: TableFacts) -> Advice | None:
+    if facts.setting(C.INDEX_TYPE) == "BUCKET":  # many small bucket files are by design; not clustered
+        return None
     limit = facts.small_file_limit or (C.PARQUET_SMALL_FILE_LIMIT.default or 0)
     small = Counter(s.partition for s in facts.slices if s.base_bytes and s.base_bytes < limit)
     crowded = {p: n for p, n in small.items() if n >= CLUSTERING_MIN_SMALL_FILES}
@@ -132,6 +135,8 @@ def _compaction(facts: TableFacts) -> Advice | None:
 
 def _bulk_insert(facts: TableFacts) -> Advice | None:
     """A load that made many more files than its bytes need at the target file size."""
+    if facts.setting(C.INDEX_TYPE) == "BUCKET":  # the bucket count decides the files
+        return None
     loads = [w for w in facts.writes() if w.operation == "BULK_INSERT" and w.files_created >= BULK_INSERT_MIN_FILES]
     limit = facts.small_file_limit or (C.PARQUET_SMALL_FILE_LIMIT.default or 0)
     for load in reversed(loads):
@@ -156,6 +161,8 @@ def _bulk_insert(facts: TableFacts) -> Advice | None:
 
 
 def _retention(facts: TableFacts) -> Advice | None:
+    if not facts.options:  # the cleaner's settings are known from pyhudi's writes only
+        return None
     if facts.setting(C.CLEAN_POLICY) != "KEEP_LATEST_COMMITS" or not any(i.action == "clean" for i in facts.instants):
         return None
     times = [w.requested_at for w in facts.ingests()]

@@ -22,7 +22,7 @@ from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import has_archive
 from pyhudi.timeline.avro_records import read_record
-from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant, State, parse_instant_time
+from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant, parse_instant_time
 from pyhudi.write.commit import OPTIONS_KEY, PHASES_KEY
 
 #: operations that bring records in (amplification is measured against them); the rest are services
@@ -120,15 +120,19 @@ def gather(table: HudiTable) -> TableFacts:
     utc = table.config.utc_timeline
     instants: list[InstantFacts] = []
     undone: dict[str, str] = {}
+    requested = _requested_times(table)
     for inst in timeline.instants():
-        facts = _instant(table, inst, utc)
+        facts = _instant(table, inst, utc, requested)
+        if facts is None:
+            continue
         instants.append(facts)
         for target in facts.undone:
             undone[target] = facts.timestamp
     # writes a rollback or restore undid: known by time and, where recorded, action
     for target in sorted(set(undone) - {i.timestamp for i in instants}):
-        instants.append(InstantFacts(target, _undone_action(table, undone[target], target), "ROLLED_BACK",
-                                     _parse_time(target)))
+        when = _parse_time(target, utc)
+        if when is not None:
+            instants.append(InstantFacts(target, _undone_action(table, undone[target], target), "ROLLED_BACK", when))
     instants.sort(key=lambda i: i.timestamp)
     view = table.file_system_view()
     slices = [SliceFacts(s.partition_path, s.file_id, s.base_file.size if s.base_file else 0,
@@ -144,32 +148,50 @@ def gather(table: HudiTable) -> TableFacts:
                       dict(options), cfg.get(C.PARQUET_MAX_FILE_SIZE), cfg.get(C.PARQUET_SMALL_FILE_LIMIT), first)
 
 
-def _parse_time(ts: str) -> dt.datetime:
+def _parse_time(ts: str, utc: bool) -> dt.datetime | None:
+    """An instant time as a local wall-clock time (None for times that are not dates, such as
+    bootstrap's ``00000000000001``)."""
     try:
-        return parse_instant_time(ts)
+        moment = parse_instant_time(ts)
     except ValueError:
-        return dt.datetime.min
+        return None
+    if moment.year < 1971:
+        return None
+    return moment.replace(tzinfo=dt.timezone.utc).astimezone().replace(tzinfo=None) if utc else moment
 
 
-def _local(mtime_ns: int | None, utc: bool) -> dt.datetime | None:
-    """A file time in the zone instant times are written in (naive, like them)."""
+def _local(mtime_ns: int | None) -> dt.datetime | None:
+    """A file's modification time as a local wall-clock time. Durations and positions come from
+    file times, which do not depend on the zone the writer wrote instant times in."""
     if not mtime_ns:
         return None
-    moment = dt.datetime.fromtimestamp(mtime_ns / 1e9, tz=dt.timezone.utc)
-    return moment.replace(tzinfo=None) if utc else moment.astimezone().replace(tzinfo=None)
+    return dt.datetime.fromtimestamp(mtime_ns / 1e9)
 
 
-def _instant(table: HudiTable, inst: Instant, utc: bool) -> InstantFacts:
+def _requested_times(table: HudiTable) -> dict[str, int]:
+    """Instant time -> when its earliest pending state file was written (a compaction is requested
+    as ``compaction`` and completed as ``commit``)."""
+    out: dict[str, int] = {}
+    for i in table.timeline.instant_files:
+        mtime = table.timeline.mtime_ns(i)
+        if not i.is_completed and mtime:
+            out[i.timestamp] = min(out.get(i.timestamp, mtime), mtime)
+    return out
+
+
+def _instant(table: HudiTable, inst: Instant, utc: bool, requested: dict[str, int]) -> InstantFacts | None:
     timeline = table.timeline
-    requested = _local(timeline.mtime_ns(Instant(inst.timestamp, State.REQUESTED, inst.action)), utc)
-    started = min(requested, _parse_time(inst.timestamp)) if requested else _parse_time(inst.timestamp)
+    completed = _local(timeline.mtime_ns(inst)) if inst.is_completed else None
+    started = _local(requested.get(inst.timestamp)) or completed or _parse_time(inst.timestamp, utc)
+    if started is None:
+        return None
     if not inst.is_completed:
         return InstantFacts(inst.timestamp, inst.action, inst.state.name, started)
-    completed = _local(timeline.mtime_ns(inst), utc)
     if inst.action in WRITE_ACTIONS:
         meta = timeline.commit_metadata(inst)
         stats = meta.write_stats()
-        incoming = sum((s.numInserts + s.numUpdateWrites) * s.totalWriteBytes / s.numWrites
+        # a delete counts as a record of its file (a copy-on-write file rewritten for deletes only)
+        incoming = sum((s.numInserts + s.numUpdateWrites + s.numDeletes) * s.totalWriteBytes / s.numWrites
                        for s in stats if s.numWrites)
         extra = meta.extra_metadata
         return InstantFacts(

@@ -97,8 +97,8 @@ class ClusteringPlan:
             "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None, "version": 1,
         } for g in self.groups]
         return write_record(REQUESTED_REPLACE_METADATA_FULL, {
-            "operationType": CLUSTER, "version": 1, "extraMetadata": {
-                PLAN_LAST_COMPLETED: self.last_completed or "", PLAN_PENDING_WRITES: ",".join(self.pending_writes)},
+            "operationType": CLUSTER, "version": 1, "extraMetadata": {} if self.last_completed is None else {
+                PLAN_LAST_COMPLETED: self.last_completed, PLAN_PENDING_WRITES: ",".join(self.pending_writes)},
             "clusteringPlan": {"inputGroups": groups, "extraMetadata": None, "version": 1,
                                "preserveHoodieMetadata": self.preserve_commit_metadata,
                                "strategy": {"strategyClassName": EXECUTION_STRATEGY,
@@ -170,8 +170,9 @@ def writes_since_plan(timeline: Timeline, instant_time: str, plan: ClusteringPla
     for w in timeline.completed_writes():
         if w.timestamp == instant_time:
             continue
-        if plan.last_completed is None:  # Hudi's plan: writes after it (a write it overlapped goes unseen)
-            after = w.timestamp > instant_time
+        if plan.last_completed is None:  # Hudi's plan: a write after it, or one completed after it was written
+            planned_at = timeline.mtime_ns(Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)) or 0
+            after = w.timestamp > instant_time or (timeline.mtime_ns(w) or 0) >= planned_at
         else:
             after = w.timestamp > plan.last_completed or w.timestamp in plan.pending_writes
         if after:
@@ -231,15 +232,23 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
                  instant, ", ".join(plans))
         return
     from pyhudi.services.rollback import rollback_instant
+    from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
+    policy = HeartbeatPolicy.of(cfg)
+    undone = []
     with TableLock(table.path, cfg).held():
         timeline = table.timeline.reload()
         for inst, _plan in pending_clusterings(timeline):
-            if inst.timestamp in plans:
-                rollback_instant(table.storage, timeline, inst, utc=table.config.utc_timeline)
-                timeline = timeline.reload()
-    log.warning("write %s rolled back pending clustering %s, whose file groups it updates (%s)", instant,
-                ", ".join(plans), C.CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT.key)
+            if inst.timestamp not in plans:
+                continue
+            if inst.state == State.INFLIGHT and is_alive(table.storage, inst.timestamp, policy):
+                continue  # running now: it fails at its commit instead (its tasks may still write files)
+            rollback_instant(table.storage, timeline, inst, utc=table.config.utc_timeline)
+            undone.append(inst.timestamp)
+            timeline = timeline.reload()
+    if undone:
+        log.warning("write %s rolled back pending clustering %s, whose file groups it updates (%s)", instant,
+                    ", ".join(undone), C.CLUSTERING_ROLLBACK_PENDING_ON_CONFLICT.key)
 
 
 def considered_partitions(partitions: Iterable[str], cfg: HudiConfig) -> list[str]:
@@ -338,11 +347,12 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         return instant
 
 
-def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | None = None) -> bool:
+def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | None = None,
+                   since: str = "") -> bool:
     """Whether ``max_commits`` (default ``hoodie.clustering.inline.max.commits``) writes completed
-    since the last clustering."""
-    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT and timeline.is_clustering(i)],
-               default="")
+    since the last clustering (and since ``since``: a plan of the caller's that was rolled back)."""
+    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT and timeline.is_clustering(i)]
+               + [since])
     writes = [i for i in timeline.completed([COMMIT, DELTA_COMMIT, REPLACE_COMMIT]) if i.timestamp > last]
     return len(writes) >= (max_commits or cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS))
 

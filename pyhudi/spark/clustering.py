@@ -126,8 +126,9 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     with lock.held():
         timeline = table.timeline.reload()
         if not timeline.has_state(instant_time, State.INFLIGHT, REPLACE_COMMIT):
+            _remove_late_files(table, timeline, instant_time)
             raise HudiClusteringError(f"clustering {instant_time} was completed or undone by another process while "
-                                      "it ran; its files are left to the cleaner")
+                                      "it ran; the files this run wrote were removed")
         conflicts = clustering_conflicts(timeline, instant_time, plan)
         if conflicts:
             rollback_instant(table.storage, timeline, Instant(instant_time, State.INFLIGHT, REPLACE_COMMIT),
@@ -148,6 +149,21 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
                "records": sum(r["num_writes"] for r in stats), "seconds": round(seconds, 3)}
     log.info("clustering %s: %s", instant_time, figures)
     return figures
+
+
+def _remove_late_files(table: HudiTable, timeline: Any, instant_time: str) -> None:
+    """Files this run wrote after another process rolled the clustering back (or completed it in a
+    run of its own): their markers name them. Left behind, they would look committed once archival
+    passes the instant's time."""
+    keep: set[str] = set()
+    for inst in timeline.completed_writes():
+        if inst.timestamp == instant_time:
+            keep = {s.path for s in timeline.commit_metadata(inst).write_stats() if s.path}
+    for path, _io in list_markers(table.storage, instant_time):
+        if path not in keep:
+            table.storage.delete(path)
+    if not keep:
+        delete_markers(table.storage, instant_time)
 
 
 def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,

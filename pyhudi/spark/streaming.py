@@ -105,6 +105,7 @@ class HudiStreamSink:
         self.cfg = HudiConfig.of(self.options)
         self.reports: list[BatchReport] = []
         self._services: BackgroundServices | None = None
+        self._last_clustering = ""  # the newest clustering this sink scheduled
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         if self._services is not None:
@@ -141,13 +142,12 @@ class HudiStreamSink:
                              ).instant_time
             except _NOT_RETRIED:
                 raise
-            except HudiClusteringUpdateError as exc:  # our clustering rewrites what the batch updates
-                if self._services is None or not self._services.busy():
-                    raise
-                log.warning("micro-batch %d waits for the background clustering: %s", batch_id, exc)
-                self._services.wait()
-                continue
             except Exception as exc:
+                if isinstance(exc, HudiClusteringUpdateError) and self._services is not None \
+                        and self._services.busy():  # our clustering rewrites what the batch updates
+                    log.warning("micro-batch %d waits for the background clustering: %s", batch_id, exc)
+                    self._services.wait()
+                    continue
                 committed = self.committed_batch()
                 if committed is not None and batch_id <= committed:  # it failed after its commit
                     log.warning("micro-batch %d committed although its write reported: %s", batch_id, exc)
@@ -214,10 +214,12 @@ class HudiStreamSink:
         for instant in idle:
             self._services.submit(CLUSTERING, instant)
         every = self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS)
-        if idle or not clustering_due(table.timeline, self.cfg, max_commits=every):
+        # a plan of ours that a conflict rolled back still counts: the next waits as long again
+        if idle or not clustering_due(table.timeline, self.cfg, max_commits=every, since=self._last_clustering):
             return None
         scheduled = schedule_clustering(table, self.cfg)
         if scheduled is not None:
+            self._last_clustering = scheduled
             self._services.submit(CLUSTERING, scheduled)
         return scheduled
 
