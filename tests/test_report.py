@@ -195,6 +195,8 @@ def test_many_small_files_of_a_bucket_table_are_not_advised_against(spark, tmp_p
     facts = gather(pyhudi.HudiTable(path))
     assert sum(1 for s in facts.slices if s.base_bytes) == 12
     assert not {a.rule for a in advise(facts)} & {"clustering", "bulk-insert-parallelism"}
+    with pytest.raises(pyhudi.HudiUnsupportedError, match="BUCKET"):  # known from the writes' recorded options
+        pyhudi.schedule_clustering(path)
 
 
 RULES: dict[str, tuple[Callable, str]] = {

@@ -314,8 +314,11 @@ def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> 
 def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     """Write a clustering plan for ``table`` now; its instant, or None when nothing is worth clustering."""
     from pyhudi.services.compaction import pending_file_groups
+    from pyhudi.write.commit import recorded_options
 
-    if cfg.get(C.INDEX_TYPE) == "BUCKET":
+    index = cfg.get(C.INDEX_TYPE) if cfg.is_set(C.INDEX_TYPE) else \
+        recorded_options(table.timeline).get(C.INDEX_TYPE.key, "").upper()  # as the table's writers say
+    if index == "BUCKET":
         from pyhudi.errors import HudiUnsupportedError
 
         raise HudiUnsupportedError("clustering a BUCKET-index table would move records out of their buckets' file "

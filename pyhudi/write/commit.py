@@ -82,6 +82,19 @@ def record_run(meta: CommitMetadata, phases: Mapping[str, Any], options: Mapping
         {k: str(v) for k, v in options.items() if k.startswith("hoodie.") and not _SECRET.search(k)}, sort_keys=True)
 
 
+def recorded_options(timeline: Any) -> dict[str, str]:
+    """The ``hoodie.*`` options the newest pyhudi write was given (empty when no write recorded
+    them): what a table service run without options knows of how the table is written."""
+    for inst in reversed(timeline.completed_writes()):
+        text = timeline.commit_metadata(inst).extra_metadata.get(OPTIONS_KEY)
+        if text:
+            try:
+                return dict(json.loads(text))
+            except ValueError:
+                return {}
+    return {}
+
+
 def summarize(meta: CommitMetadata) -> dict[str, Any]:
     stats = meta.write_stats()
     return {
