@@ -119,20 +119,20 @@ def gather(table: HudiTable) -> TableFacts:
     timeline = table.timeline
     utc = table.config.utc_timeline
     instants: list[InstantFacts] = []
-    undone: dict[str, str] = {}
+    undone: dict[str, str] = {}  # instant a rollback or restore undid -> its action
     requested = _requested_times(table)
     for inst in timeline.instants():
-        facts = _instant(table, inst, utc, requested)
+        targets = _undone(timeline, inst) if inst.is_completed and inst.action in (ROLLBACK, RESTORE) else {}
+        facts = _instant(table, inst, utc, requested, tuple(targets))
         if facts is None:
             continue
         instants.append(facts)
-        for target in facts.undone:
-            undone[target] = facts.timestamp
+        undone.update(targets)
     # writes a rollback or restore undid: known by time and, where recorded, action
     for target in sorted(set(undone) - {i.timestamp for i in instants}):
         when = _parse_time(target, utc)
         if when is not None:
-            instants.append(InstantFacts(target, _undone_action(table, undone[target], target), "ROLLED_BACK", when))
+            instants.append(InstantFacts(target, undone[target], "ROLLED_BACK", when))
     instants.sort(key=lambda i: i.timestamp)
     view = table.file_system_view()
     slices = [SliceFacts(s.partition_path, s.file_id, s.base_file.size if s.base_file else 0,
@@ -179,7 +179,8 @@ def _requested_times(table: HudiTable) -> dict[str, int]:
     return out
 
 
-def _instant(table: HudiTable, inst: Instant, utc: bool, requested: dict[str, int]) -> InstantFacts | None:
+def _instant(table: HudiTable, inst: Instant, utc: bool, requested: dict[str, int],
+             undone: tuple[str, ...]) -> InstantFacts | None:
     timeline = table.timeline
     completed = _local(timeline.mtime_ns(inst)) if inst.is_completed else None
     started = _local(requested.get(inst.timestamp)) or completed or _parse_time(inst.timestamp, utc)
@@ -203,25 +204,23 @@ def _instant(table: HudiTable, inst: Instant, utc: bool, requested: dict[str, in
             partitions=len(meta.partition_to_write_stats), write_errors=meta.total("totalWriteErrors"),
             incoming_bytes=incoming, index=_json(extra.get(INDEX_STATS_KEY)), phases=_json(extra.get(PHASES_KEY)) or {},
             options=_json(extra.get(OPTIONS_KEY)) or {})
-    undone: tuple[str, ...] = ()
-    if inst.action in (ROLLBACK, RESTORE):
-        data = timeline.read_bytes(inst)
-        record = read_record(data) if data else {}
-        key = "commitsRollback" if inst.action == ROLLBACK else "instantsToRollback"
-        undone = tuple(str(t) if not isinstance(t, dict) else str(t.get("commitTime")) for t in record.get(key) or [])
     return InstantFacts(inst.timestamp, inst.action, "COMPLETED", started, completed, undone=undone)
 
 
-def _undone_action(table: HudiTable, rollback: str, target: str) -> str:
-    """The action of an instant a rollback undid, from the rollback's metadata (commit when unknown)."""
-    timeline = table.timeline
-    for inst in timeline.instants():
-        if inst.timestamp == rollback and inst.is_completed and inst.action == ROLLBACK:
-            data = timeline.read_bytes(inst)
-            for entry in (read_record(data) if data else {}).get("instantsRollback") or []:
-                if entry.get("commitTime") == target:
-                    return str(entry.get("action") or "commit")
-    return "commit"
+def _undone(timeline: Any, inst: Instant) -> dict[str, str]:
+    """Instant time -> action of each instant a completed rollback or restore undid (``commit``
+    where its metadata does not say)."""
+    data = timeline.read_bytes(inst)
+    record = read_record(data) if data else {}
+    actions = {str(e.get("commitTime")): str(e.get("action") or "commit") for e in record.get("instantsRollback") or []}
+    entries = record.get("commitsRollback" if inst.action == ROLLBACK else "instantsToRollback") or []
+    out = {}
+    for entry in entries:
+        if isinstance(entry, dict):
+            out[str(entry.get("commitTime"))] = str(entry.get("action") or "commit")
+        else:
+            out[str(entry)] = actions.get(str(entry), "commit")
+    return out
 
 
 def _json(text: str | None) -> Any:

@@ -167,11 +167,12 @@ def clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
 def writes_since_plan(timeline: Timeline, instant_time: str, plan: ClusteringPlan) -> list[Instant]:
     """Completed writes that had not completed when the plan ``instant_time`` was made."""
     out = []
+    # Hudi's plan has no record of the writes under way: a write after it, or one completed after it was written
+    planned_at = timeline.mtime_ns(Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)) or 0
     for w in timeline.completed_writes():
         if w.timestamp == instant_time:
             continue
-        if plan.last_completed is None:  # Hudi's plan: a write after it, or one completed after it was written
-            planned_at = timeline.mtime_ns(Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)) or 0
+        if plan.last_completed is None:
             after = w.timestamp > instant_time or (timeline.mtime_ns(w) or 0) >= planned_at
         else:
             after = w.timestamp > plan.last_completed or w.timestamp in plan.pending_writes

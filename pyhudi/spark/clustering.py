@@ -52,7 +52,7 @@ from pyhudi.write.bulk_insert import bulk_insert_writer
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task
-from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.markers import delete_markers, remove_marked_files
 from pyhudi.write.plan import WriteContext
 
 log = logging.getLogger("pyhudi")
@@ -76,9 +76,7 @@ def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
             if is_alive(table.storage, instant_time, policy):
                 raise HudiClusteringError(f"clustering {instant_time} is being run by another process (heartbeat "
                                           f"{heartbeat_age(table.storage, instant_time):.0f} s ago)")
-            for path, _io in list_markers(table.storage, instant_time):  # an earlier attempt died
-                table.storage.delete(path)
-            delete_markers(table.storage, instant_time)
+            remove_marked_files(table.storage, instant_time)  # what an earlier attempt wrote before it died
             log.warning("re-attempting clustering %s", instant_time)
         else:
             timeline.transition_inflight(instant_time, REPLACE_COMMIT, b"")
@@ -155,15 +153,9 @@ def _remove_late_files(table: HudiTable, timeline: Any, instant_time: str) -> No
     """Files this run wrote after another process rolled the clustering back (or completed it in a
     run of its own): their markers name them. Left behind, they would look committed once archival
     passes the instant's time."""
-    keep: set[str] = set()
-    for inst in timeline.completed_writes():
-        if inst.timestamp == instant_time:
-            keep = {s.path for s in timeline.commit_metadata(inst).write_stats() if s.path}
-    for path, _io in list_markers(table.storage, instant_time):
-        if path not in keep:
-            table.storage.delete(path)
-    if not keep:
-        delete_markers(table.storage, instant_time)
+    done = [i for i in timeline.completed_writes() if i.timestamp == instant_time]
+    keep = frozenset(s.path for i in done for s in timeline.commit_metadata(i).write_stats() if s.path)
+    remove_marked_files(table.storage, instant_time, keep=keep)
 
 
 def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,

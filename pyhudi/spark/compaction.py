@@ -40,7 +40,7 @@ from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task, stats_batch
-from pyhudi.write.markers import delete_markers, list_markers
+from pyhudi.write.markers import delete_markers, remove_marked_files
 
 log = logging.getLogger("pyhudi")
 
@@ -66,10 +66,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
             if is_alive(table.storage, instant_time, policy):
                 raise HudiCompactionError(f"compaction {instant_time} is being run by another process (heartbeat "
                                           f"{heartbeat_age(table.storage, instant_time):.0f} s ago)")
-            # an earlier attempt failed: remove what it wrote
-            for path, _io in list_markers(table.storage, instant_time):
-                table.storage.delete(path)
-            delete_markers(table.storage, instant_time)
+            remove_marked_files(table.storage, instant_time)  # what an earlier, failed attempt wrote
             log.warning("re-attempting compaction %s", instant_time)
         else:
             timeline.transition_inflight(instant_time, COMPACTION)

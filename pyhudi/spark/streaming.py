@@ -181,46 +181,43 @@ class HudiStreamSink:
         return self._services
 
     def _compact_async(self) -> str | None:
-        """Queue the pending compactions nobody runs (left by a crashed run, or scheduled by another
-        writer), else schedule a new one when due. Called while the service thread is idle."""
+        """Compactions of a merge-on-read table, when ``hoodie.compact.inline.max.delta.commits`` is due."""
         from pyhudi.services.compaction import compaction_due, pending_compactions, schedule_compaction
 
         table = HudiTable(self.path)
         if table.table_type != P.MERGE_ON_READ:
             return None
-        assert self._services is not None
-        policy = HeartbeatPolicy.of(self.cfg)
-        idle = [i.timestamp for i in pending_compactions(table.timeline)
-                if not is_alive(table.storage, i.timestamp, policy)]
-        for instant in idle:
-            self._services.submit(COMPACTION, instant)
-        if idle or not compaction_due(table.timeline, self.cfg):
-            return None
-        scheduled = schedule_compaction(table, self.cfg)
-        if scheduled is not None:
-            self._services.submit(COMPACTION, scheduled)
-        return scheduled
+        return self._queue(COMPACTION, table, [i.timestamp for i in pending_compactions(table.timeline)],
+                           compaction_due(table.timeline, self.cfg), lambda: schedule_compaction(table, self.cfg))
 
     def _cluster_async(self) -> str | None:
-        """Queue the pending clusterings nobody runs, else schedule one once
-        ``hoodie.clustering.async.max.commits`` commits completed since the last."""
+        """Clusterings, once ``hoodie.clustering.async.max.commits`` commits completed since the last
+        (a plan of ours that a conflict rolled back counts: the next waits as long again)."""
         from pyhudi.services.clustering import clustering_due, pending_clusterings, schedule_clustering
 
         table = HudiTable(self.path)
+        due = clustering_due(table.timeline, self.cfg, max_commits=self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS),
+                             since=self._last_clustering)
+        scheduled = self._queue(CLUSTERING, table, [i.timestamp for i, _ in pending_clusterings(table.timeline)],
+                                due, lambda: schedule_clustering(table, self.cfg))
+        self._last_clustering = scheduled or self._last_clustering
+        return scheduled
+
+    def _queue(self, kind: str, table: HudiTable, pending: list[str], due: bool,
+               schedule: Callable[[], str | None]) -> str | None:
+        """Queue the pending plans of ``kind`` nobody runs (left by a crashed run, or scheduled by
+        another writer), else schedule a new one when ``due``; the new plan's instant. Called while
+        the service thread is idle."""
         assert self._services is not None
         policy = HeartbeatPolicy.of(self.cfg)
-        idle = [i.timestamp for i, _ in pending_clusterings(table.timeline)
-                if not is_alive(table.storage, i.timestamp, policy)]
+        idle = [t for t in pending if not is_alive(table.storage, t, policy)]
         for instant in idle:
-            self._services.submit(CLUSTERING, instant)
-        every = self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS)
-        # a plan of ours that a conflict rolled back still counts: the next waits as long again
-        if idle or not clustering_due(table.timeline, self.cfg, max_commits=every, since=self._last_clustering):
+            self._services.submit(kind, instant)
+        if idle or not due:
             return None
-        scheduled = schedule_clustering(table, self.cfg)
+        scheduled = schedule()
         if scheduled is not None:
-            self._last_clustering = scheduled
-            self._services.submit(CLUSTERING, scheduled)
+            self._services.submit(kind, scheduled)
         return scheduled
 
     def wait_for_services(self, timeout_s: float | None = None) -> None:

@@ -45,3 +45,14 @@ def list_markers(storage: Storage, instant: str) -> list[tuple[str, str]]:
 
 def delete_markers(storage: Storage, instant: str) -> None:
     storage.delete_dir(marker_folder(instant))
+
+
+def remove_marked_files(storage: Storage, instant: str, *, keep: frozenset[str] = frozenset()) -> None:
+    """Delete every data file the instant's markers name (but ``keep``), then the markers: what a
+    table service's dead attempt, or its run that another process undid, left behind. Only for
+    instants that write new files (compaction, clustering); a write's appends to existing log
+    files are undone by a rollback instead."""
+    for path, _io in list_markers(storage, instant):
+        if path not in keep:
+            storage.delete(path)
+    delete_markers(storage, instant)
