@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+from conftest import hudi_rs_rows
 
 import pyhudi
 from pyhudi.report import charts
@@ -36,6 +37,12 @@ def write(spark, path: str, rows: list[tuple], opts: dict, operation: str = "ups
     return pyhudi.write(df, path, {**opts, "hoodie.datasource.write.operation": operation}).instant_time
 
 
+def read_back(spark, path: str) -> None:
+    """The table reads the same through pyhudi and the independent hudi-rs reader."""
+    ours = sorted((r["key"], r["ts"], r["payload"]) for r in pyhudi.read(spark, path).collect())
+    assert ours == sorted((r["key"], r["ts"], r["payload"]) for r in hudi_rs_rows(path))
+
+
 def rows(keys, ts: int = 1, part: str = "p0") -> list[tuple]:
     """Rows with a JSON payload that compresses little (so files are cut where their size says)."""
     return [(k, part, ts, json.dumps({"k": k, "ts": ts, "pad": uuid.uuid5(uuid.NAMESPACE_OID, f"{k}{ts}").hex}))
@@ -51,6 +58,7 @@ def test_figures_come_from_the_commit_metadata(spark, tmp_path):
     doomed = write(spark, path, rows(["k0001"], ts=3), opts)
     pyhudi.rollback(path, doomed)
     write(spark, path, rows(["k0002"], ts=4), opts)
+    read_back(spark, path)
     table = pyhudi.HudiTable(path)
     facts = gather(table)
     by_time = {i.timestamp: i for i in facts.instants}
@@ -109,6 +117,7 @@ def test_the_page_draws_every_chart_in_a_browser(spark, tmp_path):
     opts = options(**{"hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.index.type": "BLOOM"})
     write(spark, path, rows(f"k{i}" for i in range(50)), opts)
     write(spark, path, rows((f"k{i}" for i in range(10)), ts=2), opts)  # log files
+    read_back(spark, path)
     page = write_report(path, tmp_path / "report.html").path
     flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -192,6 +201,7 @@ def test_many_small_files_of_a_bucket_table_are_not_advised_against(spark, tmp_p
     opts = options(**{"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "12"})
     write(spark, path, rows(f"k{i:04d}" for i in range(600)), opts, "bulk_insert")
     write(spark, path, rows(["k0001"], ts=2), opts)
+    read_back(spark, path)
     facts = gather(pyhudi.HudiTable(path))
     assert sum(1 for s in facts.slices if s.base_bytes) == 12
     assert not {a.rule for a in advise(facts)} & {"clustering", "bulk-insert-parallelism"}
@@ -218,6 +228,7 @@ def test_each_rule_speaks_on_the_table_that_shows_the_problem_only(spark, tmp_pa
     for shows in (True, False):
         path = str(tmp_path / f"t{shows}")
         build(spark, path, shows)
+        read_back(spark, path)
         advice = {a.rule: a for a in advise(gather(pyhudi.HudiTable(path)))}
         found[shows] = advice
     assert rule in found[True], found[True]
