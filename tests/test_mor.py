@@ -169,6 +169,31 @@ def test_compaction_plan_and_writes_while_pending(spark, tmp_path):
     assert snap["k4"] == table.timeline.completed_writes()[0].timestamp
 
 
+def test_logs_of_a_pending_compaction_are_read_after_the_slice_before_it(spark, tmp_path):
+    """The slice before a pending compaction has log versions 1 and 2, the compaction's slice its
+    own log 1: readers apply them by base instant first (Hudi's ``LogFileComparator``), so a key
+    deleted before the plan and written again after it is there, in snapshot and incremental reads."""
+    path = str(tmp_path / "t")
+    opts = {**BASE, "hoodie.logfile.max.size": "1",  # every write rolls over to a new log version
+            "hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "1"}  # inserts go to logs too
+    pyhudi.write(_df(spark, [("a", "p", 1, 1.0, False), ("b", "p", 1, 1.0, False)]), path,
+                 {**opts, "hoodie.datasource.write.operation": "bulk_insert"})
+    pyhudi.write(_df(spark, [("a", "p", 2, 2.0, False)]), path, opts)
+    deleted = pyhudi.write(_df(spark, [("b", "p", 5, 0.0, True)]), path, opts)
+    instant = pyhudi.schedule_compaction(path)
+    again = pyhudi.write(_df(spark, [("b", "p", 5, 5.0, False)]), path, opts)
+    (piece,) = pyhudi.HudiTable(path).file_system_view().latest_slices()
+    assert [(lf.base_instant == instant, lf.version) for lf in piece.log_files] == [(False, 1), (False, 2), (True, 1)]
+    assert {r["key"]: r["val"] for r in pyhudi_rows(spark, path)} == {"a": 2.0, "b": 5.0}
+    incremental = {"hoodie.datasource.query.type": "incremental",
+                   "hoodie.datasource.read.begin.instanttime": deleted.instant_time}
+    assert [(r["key"], r["val"]) for r in pyhudi_rows(spark, path, options=incremental)] == [("b", 5.0)]
+    assert [r["_hoodie_commit_time"] for r in pyhudi_rows(spark, path, options=incremental)] == [again.instant_time]
+    run_compaction(spark, pyhudi.HudiTable(path), instant)
+    assert {r["key"]: r["val"] for r in pyhudi_rows(spark, path)} == {"a": 2.0, "b": 5.0}
+    assert {r["key"]: r["val"] for r in hudi_rs_rows(path)} == {"a": 2.0, "b": 5.0}
+
+
 def test_inline_compaction_after_max_delta_commits(spark, tmp_path):
     path = str(tmp_path / "t")
     opts = {**BASE, "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 BASE_FILE_EXTENSION = ".parquet"
 #: ``{fileId}_{writeToken}_{instantTime}.{extension}``
@@ -50,6 +51,33 @@ def parse_log_file(name: str) -> LogFileName | None:
     if not m:
         return None
     return LogFileName(m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5))
+
+
+class _LogName(Protocol):
+    @property
+    def base_instant(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def write_token(self) -> str | None: ...
+
+
+def log_order(log: _LogName) -> tuple[str, int, str]:
+    """Sort key of log files in the order readers apply them, Hudi's ``LogFileComparator``: by
+    base instant, then version, then write token (none first).
+
+    A file slice whose compaction is pending reads the previous slice's logs before those named
+    with the compaction's instant; ordering by version alone would put the newer ``log.1`` first.
+    """
+    return log.base_instant, log.version, log.write_token or ""
+
+
+def log_path_order(path: str) -> tuple[str, int, str]:
+    """:func:`log_order` of a log file's path."""
+    parsed = parse_log_file(path.rsplit("/", 1)[-1])
+    if parsed is None:
+        raise ValueError(f"{path} is not a log file name")
+    return log_order(parsed)
 
 
 def slice_key(name: str) -> tuple[str, str] | None:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import pyarrow as pa
 
 from pyhudi.errors import HudiCommitError, HudiCorruptFileError
-from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, slice_key
+from pyhudi.io.file_names import log_file_name, log_path_order, parse_base_file, parse_log_file, slice_key
 from pyhudi.io.hfile import CellColumns, as_columns, write_hfile
 from pyhudi.io.log_format import delete_block, hfile_data_block
 from pyhudi.metadata.files import (
@@ -381,8 +381,8 @@ class MetadataTable:
                 continue
             names = [info.name for info in self.storage.list_files(partition)]
             for group, bucket in _buckets(merged.get(partition, []), groups).items():
-                logs = sorted(n for n in names if (lf := parse_log_file(n)) is not None and lf.file_id == group
-                              and lf.base_instant == base)
+                logs = sorted((n for n in names if (lf := parse_log_file(n)) is not None and lf.file_id == group
+                               and lf.base_instant == base), key=log_path_order)
                 base_name = hfile_name(base, group) if hfile_name(base, group) in names else None
                 ops.append(CompactionOperation(partition, group, base, base_name, tuple(logs)))
                 plans.append((partition, group, bucket))

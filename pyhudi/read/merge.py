@@ -3,7 +3,8 @@
 This is what a merge-on-read snapshot query, and a compaction, compute for each file slice
 (plain pyarrow, run in executors):
 
-1. Log blocks are taken in file order (log version, then position in the file). A block counts
+1. Log blocks are taken in file order (base instant, log version, write token, then position in
+   the file: :func:`pyhudi.io.file_names.log_order`). A block counts
    only if its instant is visible (a completed write, not newer than the query's instant) and
    no rollback command block targets it, so the blocks of failed or rolled-back writes never
    reach a reader.

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.io.avro_schema import RECORD_KEY
-from pyhudi.io.file_names import parse_log_file
+from pyhudi.io.file_names import log_path_order, parse_log_file
 from pyhudi.metadata import record_index as R
 from pyhudi.metadata.files import MdtSlice
 from pyhudi.metadata.keys import file_group_id
@@ -191,7 +191,7 @@ def key_changes(table: HudiTable, view: FileSystemView, instant: str, rows: list
         return s.to_read()
 
     out = [R.KeyChange(p, f, instant, old((p, f)) if bases else None, max(bases) if bases else None,
-                       tuple(sorted(set(logs))))
+                       tuple(sorted(set(logs), key=log_path_order)))
            for (p, f), (bases, logs) in sorted(written.items())]
     for partition, ids in sorted((replaced or {}).items()):
         out += [R.KeyChange(partition, f, instant, old((partition, f)), None, ())

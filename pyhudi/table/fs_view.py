@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pyhudi.errors import HudiInstantNotFoundError
-from pyhudi.io.file_names import BASE_FILE_PATTERN, parse_base_file, parse_log_file
+from pyhudi.io.file_names import BASE_FILE_PATTERN, log_order, parse_base_file, parse_log_file
 from pyhudi.metadata.files import NON_PARTITIONED_KEY, FileListing
 from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
@@ -196,7 +196,7 @@ class FileSystemView:
             for instant in sorted(slice_logs):
                 group.slices.append(FileSlice(
                     partition, fid, instant, by_instant.get(instant),
-                    tuple(sorted(slice_logs[instant], key=lambda x: (x.version, x.write_token or "")))))
+                    tuple(sorted(slice_logs[instant], key=log_order))))
             if group.slices:
                 groups[fid] = group
 
