@@ -7,6 +7,10 @@ separate copies: sorted by ``drone_id, ts`` (linear), and along a Z-order curve 
 Queries (medians of five after a warm-up, ``pyhudi.read`` with the filter, so data skipping
 applies): a point lookup by key, one drone's readings, a lat/lon box, and ``avg(speed)`` per day.
 
+A last part loads the same rows into one partition (one clustering group of all the files) and
+clusters it twice, merged and ordered in one task and ordered by Spark
+(``pyhudi.spark.clustering.IN_TASK_GROUP_BYTES``), with the peak memory of a Python worker.
+
     python benchmarks/clustering.py [--days 20]
 """
 
@@ -14,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -59,6 +65,67 @@ def files(path: str) -> tuple[int, float]:
     return len(bases), sum(b.size for b in bases) / len(bases) / 2**20
 
 
+class WorkerMemory:
+    """The largest resident set of any of Spark's Python workers (this machine's processes whose
+    command line names ``pyspark.daemon`` or ``pyspark.worker``), sampled every 50 ms."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> WorkerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        command = f.read()
+                    if b"pyspark.daemon" not in command and b"pyspark.worker" not in command:
+                        continue
+                    with open(f"/proc/{pid}/status") as f:
+                        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+                except (OSError, StopIteration):
+                    continue
+                self.peak = max(self.peak, rss * 1024)
+
+
+def one_partition(spark: Any, load: Any, work: Path) -> None:
+    """All rows in one partition: one clustering group, in one task or ordered by Spark."""
+    import pyhudi.spark.clustering as clustering
+
+    options = {**OPTIONS, "hoodie.datasource.write.partitionpath.field": "",
+               "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
+    first = str(work / "one_partition")
+    pyhudi.write(pandas_frame(spark, load), first, {**options, "hoodie.datasource.write.operation": "bulk_insert",
+                                                     "hoodie.parquet.max.file.size": str(1 << 20)})
+    second = str(work / "one_partition_copy")
+    shutil.copytree(first, second)
+    n, mb = files(first)
+    print(f"\none partition: {n} files of {mb:.2f} MB ({n * mb:.0f} MB), linear drone_id,ts, 128 MB target")
+    default = clustering.IN_TASK_GROUP_BYTES
+    for label, path, limit in (("in one task", first, 1 << 40), ("ordered by Spark", second, 0)):
+        clustering.IN_TASK_GROUP_BYTES = limit
+        try:
+            started = time.monotonic()
+            with WorkerMemory() as memory:
+                pyhudi.cluster(spark, path, {**LAYOUTS["linear drone_id,ts"],
+                                             "hoodie.clustering.plan.strategy.target.file.max.bytes": str(128 << 20)})
+            seconds = time.monotonic() - started
+        finally:
+            clustering.IN_TASK_GROUP_BYTES = default
+        n2, mb2 = files(path)
+        print(f"  {label:<17} {n2} files of {mb2:.1f} MB in {seconds:5.1f} s; "
+              f"peak Python worker {memory.peak / 2**20:,.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=20)
@@ -91,6 +158,7 @@ def main() -> None:
                   f"({done[0]['groups']} groups)")
             for name in wanted:
                 print(f"  {name:<22} before {before[name]:7.0f} ms   after {after[name]:7.0f} ms")
+        one_partition(spark, load, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from conftest import hudi_rs_rows
 
@@ -304,3 +305,44 @@ def test_inline_clustering_after_every_few_writes(spark, tmp_path):
     assert len(table.file_system_view().latest_base_files()) == 1
     assert rows_of(spark, path) == sorted((r["key"], r["_hoodie_commit_time"], r["x"]) for r in hudi_rs_rows(path))
     assert [r[0] for r in rows_of(spark, path)] == ["a", "b"]
+
+
+@pytest.mark.parametrize("table_type,columns,strategy", [
+    ("COPY_ON_WRITE", "", "linear"),
+    ("MERGE_ON_READ", "x,y", "linear"),
+    ("COPY_ON_WRITE", "x,y", "z-order"),
+    ("MERGE_ON_READ", "y,x", "hilbert"),
+])
+def test_large_groups_are_ordered_by_spark_in_the_same_order(spark, tmp_path, monkeypatch, table_type, columns,
+                                                              strategy):
+    """Groups over IN_TASK_GROUP_BYTES (here: all) are range-partitioned and sorted by Spark into
+    their planned number of files: the files of a group, in order, hold the group's records in
+    the order one task would give them, with the same records and commit times."""
+    path = str(tmp_path / "t")
+    opts = options(table_type)
+    small_files(spark, path, opts)
+    # updates (log files on MOR) and a delete
+    pyhudi.write(spark.createDataFrame([("k0-01", "p1", 9, 1.5, 19.0), ("k2-04", "p0", 9, 0.0, 0.0)], SCHEMA), path,
+                 opts)
+    pyhudi.write(spark.createDataFrame([("k1-03", "p1", 9, 0.0, 0.0)], SCHEMA), path,
+                 {**opts, "hoodie.datasource.write.operation": "delete"})
+    before = rows_of(spark, path)
+    cluster_opts = {"hoodie.clustering.plan.strategy.sort.columns": columns, "hoodie.layout.optimize.strategy": strategy,
+                    "hoodie.clustering.plan.strategy.target.file.max.bytes": "600000"}
+    instant = pyhudi.schedule_clustering(path, cluster_opts)
+    plan = read_clustering_plan(pyhudi.HudiTable(path).timeline, instant)
+    assert sorted(g.num_output_file_groups for g in plan.groups) == [3, 3]
+    monkeypatch.setattr("pyhudi.spark.clustering.IN_TASK_GROUP_BYTES", 0)
+    (done,) = pyhudi.cluster(spark, path, cluster_opts, instant=instant)
+    assert done["output_files"] == 6
+    assert rows_of(spark, path) == before
+    table = pyhudi.HudiTable(path)
+    sort = tuple(c for c in columns.split(",") if c)
+    for partition in ("p0", "p1"):
+        files = [pq.read_table(table.storage.full(b.path)) for b in table.file_system_view().latest_base_files(partition)]
+        assert all(f.num_rows for f in files)
+        whole = pa.concat_tables(files)
+        expected = whole.take(ordering(whole, sort, strategy)).column("_hoodie_record_key").to_pylist()
+        position = {k: i for i, k in enumerate(expected)}
+        files.sort(key=lambda f: position[f.column("_hoodie_record_key")[0].as_py()])
+        assert [k for f in files for k in f.column("_hoodie_record_key").to_pylist()] == expected

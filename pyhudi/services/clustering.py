@@ -372,10 +372,31 @@ def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndar
         table = pa.table({**{f"k{i}": k for i, k in enumerate(keys)}, RECORD_KEY: rows.column(RECORD_KEY)})
         order = [(f"k{i}", "ascending", "at_start") for i in range(len(keys))] + [(RECORD_KEY, "ascending", "at_end")]
         return np.asarray(pc.sort_indices(table, sort_keys=order))
-    bits = max(1, min(21, 63 // len(columns)))
+    bits = curve_bits(len(columns))
     coords = np.stack([_scaled_rank(k, bits) for k in keys])
-    index = z_order(coords, bits) if strategy == "z-order" else hilbert(coords, bits)
+    index = curve_index(coords, bits, strategy)
     return np.lexsort((np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")])).argsort(), index))
+
+
+def curve_bits(dimensions: int) -> int:
+    """Bits per coordinate of a curve over ``dimensions`` columns: the index fits 63 bits (a long)."""
+    return max(1, min(21, 63 // dimensions))
+
+
+def curve_index(coords: np.ndarray, bits: int, strategy: str) -> np.ndarray:
+    """Position of each point (``coords``: dimensions x points, ``bits`` each) along the curve."""
+    return z_order(coords, bits) if strategy == "z-order" else hilbert(coords, bits)
+
+
+def scaled_ranks(ranks: np.ndarray, top: np.ndarray | int, bits: int) -> np.ndarray:
+    """Dense ranks (from 0; ``top`` the largest) spread over ``bits`` bits, so that every column
+    spans the same coordinate range whatever its type or number of distinct values."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    top = np.asarray(top, dtype=np.float64)
+    scale = (1 << bits) - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(top > 0, ranks * (scale / np.where(top > 0, top, 1)), 0.0)
+    return out.astype(np.uint64)
 
 
 def sort_key_columns(rows: pa.Table, columns: tuple[str, ...]) -> list[pa.ChunkedArray]:
@@ -413,12 +434,8 @@ def sort_column_problem(schema: pa.Schema, name: str) -> str | None:
 def _scaled_rank(column: pa.ChunkedArray, bits: int) -> np.ndarray:
     """Dense ranks of a column (nulls first) spread over ``bits`` bits: every type orders the same way."""
     ranks = np.asarray(pc.rank(column, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense"),
-                       dtype=np.uint64) - np.uint64(1)
-    top = int(ranks.max()) if len(ranks) else 0
-    scale = (1 << bits) - 1
-    if top == 0:
-        return np.zeros(len(ranks), dtype=np.uint64)
-    return (ranks.astype(np.float64) * (scale / top)).astype(np.uint64)
+                       dtype=np.int64) - 1
+    return scaled_ranks(ranks, int(ranks.max()) if len(ranks) else 0, bits)
 
 
 def z_order(coords: np.ndarray, bits: int) -> np.ndarray:

@@ -13,37 +13,48 @@ the files its markers name are deleted first.
 
 from __future__ import annotations
 
+import functools
 import logging
+import posixpath
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringError, HudiWriteConflictError
-from pyhudi.io.avro_schema import table_avro_schema
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY, table_avro_schema
 from pyhudi.io.base_file import parquet_settings
+from pyhudi.io.file_names import parse_base_file, parse_log_file
 from pyhudi.metadata.sync import complete_instant
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION
-from pyhudi.read.merge import MergeSpec, read_slice
+from pyhudi.read.merge import MergeSpec, Visibility, read_slice
 from pyhudi.services.clustering import (
     CLUSTER,
     ClusteringGroup,
     clustering_conflicts,
     clustering_due,
+    curve_bits,
+    curve_index,
     describe_groups,
     ordering,
     pending_clusterings,
     read_clustering_plan,
+    scaled_ranks,
     schedule_clustering,
 )
 from pyhudi.services.rollback import rollback_instant
+from pyhudi.spark.reader import slices_frame, spark_schema
 from pyhudi.spark.record_index import write_changes
-from pyhudi.spark.worker import per_item
+from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
+from pyhudi.table.fs_view import BaseFile, FileSlice, LogFile
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
@@ -56,6 +67,10 @@ from pyhudi.write.markers import delete_markers, remove_marked_files
 from pyhudi.write.plan import WriteContext
 
 log = logging.getLogger("pyhudi")
+
+#: Groups of at most this many input bytes are merged and ordered in one task's memory, which is
+#: quickest for the small files clustering mostly gathers; larger groups are ordered by Spark.
+IN_TASK_GROUP_BYTES = 256 << 20
 
 
 def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
@@ -113,8 +128,17 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
             expected = {(current_task().partition_id, group.partition_path): rows.num_rows}
             yield from bulk_insert_writer(rows.to_batches(max_chunksize=64 * 1024), ctx, expected)
 
-    out = per_item(spark, table.storage.base_uri, groups, file_schema, work, STATS_DDL) if groups else None
-    stats = [r.asDict() for r in out.collect()] if out is not None else []
+    in_task = [g for g in groups if g.input_bytes <= IN_TASK_GROUP_BYTES]
+    by_spark = [g for g in groups if g.input_bytes > IN_TASK_GROUP_BYTES]
+    rows = []
+    if in_task:
+        rows += per_item(spark, table.storage.base_uri, in_task, file_schema, work, STATS_DDL).collect()
+    if by_spark:
+        log.info("clustering %s: %d of %d groups ordered by Spark (over %d MB each)", instant_time, len(by_spark),
+                 len(groups), IN_TASK_GROUP_BYTES >> 20)
+        ordered = ordered_by_spark(spark, table, by_spark, spec, visibility, sort_columns, strategy)
+        rows += map_in_arrow(ordered, lambda it: bulk_insert_writer(it, ctx, {}), STATS_DDL).collect()
+    stats = [r.asDict() for r in rows]
     replaced: dict[str, list[str]] = {}
     for g in groups:
         for piece in g.slices:
@@ -147,6 +171,86 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
                "records": sum(r["num_writes"] for r in stats), "seconds": round(seconds, 3)}
     log.info("clustering %s: %s", instant_time, figures)
     return figures
+
+
+def ordered_by_spark(spark: SparkSession, table: HudiTable, groups: list[ClusteringGroup], spec: MergeSpec,
+                     visibility: Visibility, sort_columns: tuple[str, ...], strategy: str) -> DataFrame:
+    """The records of ``groups``, each group range-partitioned by Spark into its planned number of
+    output files and sorted within them, for large groups: Spark's shuffle and sort spill to disk
+    where one task's memory would not hold the group.
+
+    The order is :func:`pyhudi.services.clustering.ordering`'s: linear by the sort columns (nulls
+    first), or along the curve of their dense ranks within the group (ranked by Spark windows),
+    then by record key.
+    """
+    schema = spark_schema(spark, table)
+    if schema is None:
+        raise HudiClusteringError(f"{table.path} has no base file to read the schema of")
+    frames, order = [], [F.col(RECORD_KEY).asc()]
+    for group in groups:
+        df = slices_frame(spark, table, _planned_slices(table, group), schema, spec, visibility)
+        if sort_columns and (strategy == "linear" or len(sort_columns) == 1):
+            order = [F.col(c).asc_nulls_first() for c in sort_columns] + [F.col(RECORD_KEY).asc()]
+        elif sort_columns:
+            df = _with_curve(df, sort_columns, strategy)
+            order = [F.col(CURVE).asc(), F.col(RECORD_KEY).asc()]
+        frames.append(df.repartitionByRange(group.num_output_file_groups, *order))
+    out = functools.reduce(DataFrame.union, frames).sortWithinPartitions(*order)
+    return out.drop(CURVE) if CURVE in out.columns else out
+
+
+#: the column :func:`_with_curve` adds
+CURVE = "_pyhudi_curve"
+
+
+def _with_curve(df: DataFrame, columns: tuple[str, ...], strategy: str) -> DataFrame:
+    """``df`` with each row's position on the curve through the dense ranks of ``columns`` (one
+    group: one partition path, so the windows rank within it)."""
+    bits = curve_bits(len(columns))
+    ranks = [f"_pyhudi_rank{i}" for i in range(len(columns))]
+    tops = [f"_pyhudi_top{i}" for i in range(len(columns))]
+    whole = Window.partitionBy(PARTITION_PATH)
+    for c, rank, top in zip(columns, ranks, tops, strict=True):
+        df = df.withColumn(rank, F.dense_rank().over(whole.orderBy(F.col(c).asc_nulls_first())) - 1)
+        df = df.withColumn(top, F.max(rank).over(whole))
+    out_schema = T.StructType([*df.schema.fields, T.StructField(CURVE, T.LongType())])
+
+    def add(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            coords = np.stack([scaled_ranks(batch.column(r).to_numpy(zero_copy_only=False),
+                                            batch.column(t).to_numpy(zero_copy_only=False), bits)
+                               for r, t in zip(ranks, tops, strict=True)])
+            curve = pa.array(curve_index(coords, bits, strategy).astype(np.int64))
+            yield pa.RecordBatch.from_arrays([*batch.columns, curve], names=[*batch.schema.names, CURVE])
+
+    return map_in_arrow(df, add, out_schema).drop(*ranks, *tops)
+
+
+def _planned_slices(table: HudiTable, group: ClusteringGroup) -> list[FileSlice]:
+    """The plan's file slices of ``group`` with their files' sizes (the readers need them)."""
+    sizes = {info.name: info.size for info in table.storage.list_files(group.partition_path)}
+    out = []
+    for piece in group.slices:
+        base = None
+        if piece.base_file is not None:
+            name = posixpath.basename(piece.base_file)
+            parsed = parse_base_file(name)
+            if parsed is None or name not in sizes:
+                raise HudiClusteringError(f"base file {piece.base_file} of the clustering plan is gone; roll the "
+                                          "plan back (`pyhudi clustering` schedules a new one)")
+            base = BaseFile(group.partition_path, piece.file_id, parsed.instant_time, parsed.write_token, name,
+                            sizes[name])
+        logs = []
+        for rel in piece.log_files:
+            name = posixpath.basename(rel)
+            lg = parse_log_file(name)
+            if lg is None or name not in sizes:
+                raise HudiClusteringError(f"log file {rel} of the clustering plan is gone; roll the plan back")
+            logs.append(LogFile(group.partition_path, piece.file_id, lg.base_instant, lg.version, lg.write_token,
+                                name, sizes[name]))
+        out.append(FileSlice(group.partition_path, piece.file_id, base.instant_time if base else "", base,
+                             tuple(logs)))
+    return out
 
 
 def _remove_late_files(table: HudiTable, timeline: Any, instant_time: str) -> None:

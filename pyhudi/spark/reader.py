@@ -26,13 +26,13 @@ from pyhudi.errors import HudiConfigError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.spec import DEFAULT_PARTITION
 from pyhudi.read.incremental import plan_incremental
-from pyhudi.read.merge import MergeSpec
+from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, footers, may_match, prune_partition_paths, skip_files
 from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
-from pyhudi.table.fs_view import FileSlice, FileSystemView
+from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.table.table import HudiTable
 
@@ -109,7 +109,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     """
     cfg = HudiConfig.of(options)
     table = HudiTable(path)
-    schema = _schema(spark, table)
+    schema = spark_schema(spark, table)
     predicate: Predicate | None = None
     partitions = None
     if filters is not None and schema is not None:
@@ -143,32 +143,13 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         log.info("data skipping on %s: %d of %d file slices with log files kept (statistics of all their files "
                  "from the metadata table)", table.path, len(logged), before)
     if logged:  # merge-on-read slices with log files
-        file_schema = table.arrow_schema()
-        assert file_schema is not None
         spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
-        pieces = [s.to_read() for s in logged]
-        base_uri = table.storage.base_uri
-        if table.config.populate_meta_fields:  # Spark merges: base files read natively, logs in executors
-            logged_bases = [s.base_file for s in logged if s.base_file is not None]
-            if skipping is not None and logged_bases and filters_reach_base_files(spec):
-                kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
-                logged_bases = [b for b in logged_bases if b.path in kept]
-            sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
-            known = [n for n in sizes if n is not None]
-            # a base file's size and a row's position name the row, unless two base files share a size
-            # (or a listing did not tell a size)
-            names = len(set(known)) < len(known) or any(n <= 0 for n in known)
-            base = _read_files(spark, table, logged_bases, schema, file_ids=True, names=names) \
-                if logged_bases else None
-            log_bytes = sum(lf.size for s in logged for lf in s.log_files)
-            visibility = files.view.visibility()
-            snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
-                                                      tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
-            df = df.unionByName(merge_with_logs(spark, base, base_uri, pieces, sizes, file_schema, schema, spec,
-                                                visibility, log_bytes=log_bytes, snapshot=snapshot))
-        else:  # no stored record keys to join on: whole slices merged in executors
-            df = df.unionByName(read_merged(spark, base_uri, pieces, file_schema, schema, spec,
-                                            files.view.visibility()))
+        logged_bases = [s.base_file for s in logged if s.base_file is not None]
+        if skipping is not None and logged_bases and filters_reach_base_files(spec):
+            kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
+            logged_bases = [b for b in logged_bases if b.path in kept]
+        df = df.unionByName(merged_slices(spark, table, logged, schema, spec, files.view.visibility(),
+                                          bases=logged_bases))
     if files.commit_filter is not None:
         begin, end = files.commit_filter
         commit_time = F.col("_hoodie_commit_time")
@@ -176,6 +157,45 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if filters is not None:
         df = df.where(filters)
     return df
+
+
+def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
+                 spec: MergeSpec, visibility: Visibility) -> DataFrame:
+    """The records of ``slices`` merged as of ``visibility``: base files without logs read natively,
+    the others merged with their logs (:func:`merged_slices`)."""
+    plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
+    logged = [s for s in slices if s.log_files]
+    df = _read_files(spark, table, plain, schema) if plain else spark.createDataFrame([], schema)
+    if logged:
+        df = df.unionByName(merged_slices(spark, table, logged, schema, spec, visibility))
+    return df
+
+
+def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,
+                  spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None) -> DataFrame:
+    """Slices with log files, merged. With stored record keys Spark reads the base files natively
+    and joins the log records merged in executors; without them whole slices are merged in
+    executors. ``bases``: the base files to read (default all of the slices'; fewer when data
+    skipping ruled some out)."""
+    file_schema = table.arrow_schema()
+    assert file_schema is not None
+    pieces = [s.to_read() for s in logged]
+    base_uri = table.storage.base_uri
+    if not table.config.populate_meta_fields:  # no stored record keys to join on
+        return read_merged(spark, base_uri, pieces, file_schema, schema, spec, visibility)
+    if bases is None:
+        bases = [s.base_file for s in logged if s.base_file is not None]
+    sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
+    known = [n for n in sizes if n is not None]
+    # a base file's size and a row's position name the row, unless two base files share a size
+    # (or a listing did not tell a size)
+    names = len(set(known)) < len(known) or any(n <= 0 for n in known)
+    base = _read_files(spark, table, bases, schema, file_ids=True, names=names) if bases else None
+    log_bytes = sum(lf.size for s in logged for lf in s.log_files)
+    snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
+                                              tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
+    return merge_with_logs(spark, base, base_uri, pieces, sizes, file_schema, schema, spec, visibility,
+                           log_bytes=log_bytes, snapshot=snapshot)
 
 
 def _slice_may_match(piece: FileSlice, pred: Predicate, recorded: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -280,7 +300,7 @@ def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
     return table.timeline.commit_metadata(chosen[-1]).schema
 
 
-def _schema(spark: SparkSession, table: HudiTable) -> T.StructType | None:
+def spark_schema(spark: SparkSession, table: HudiTable) -> T.StructType | None:
     """The newest base file's schema (the latest table schema) as Spark reads it.
 
     Read from the file's footer with pyarrow when every column has a type Spark maps one way
