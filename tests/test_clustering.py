@@ -327,7 +327,8 @@ def test_large_groups_are_ordered_by_spark_in_the_same_order(spark, tmp_path, mo
     pyhudi.write(spark.createDataFrame([("k1-03", "p1", 9, 0.0, 0.0)], SCHEMA), path,
                  {**opts, "hoodie.datasource.write.operation": "delete"})
     before = rows_of(spark, path)
-    cluster_opts = {"hoodie.clustering.plan.strategy.sort.columns": columns, "hoodie.layout.optimize.strategy": strategy,
+    cluster_opts = {"hoodie.clustering.plan.strategy.sort.columns": columns,
+                    "hoodie.layout.optimize.strategy": strategy,
                     "hoodie.clustering.plan.strategy.target.file.max.bytes": "600000"}
     instant = pyhudi.schedule_clustering(path, cluster_opts)
     plan = read_clustering_plan(pyhudi.HudiTable(path).timeline, instant)
@@ -339,10 +340,25 @@ def test_large_groups_are_ordered_by_spark_in_the_same_order(spark, tmp_path, mo
     table = pyhudi.HudiTable(path)
     sort = tuple(c for c in columns.split(",") if c)
     for partition in ("p0", "p1"):
-        files = [pq.read_table(table.storage.full(b.path)) for b in table.file_system_view().latest_base_files(partition)]
+        bases = table.file_system_view().latest_base_files(partition)
+        files = [pq.read_table(table.storage.full(b.path)) for b in bases]
         assert all(f.num_rows for f in files)
         whole = pa.concat_tables(files)
         expected = whole.take(ordering(whole, sort, strategy)).column("_hoodie_record_key").to_pylist()
         position = {k: i for i, k in enumerate(expected)}
         files.sort(key=lambda f: position[f.column("_hoodie_record_key")[0].as_py()])
         assert [k for f in files for k in f.column("_hoodie_record_key").to_pylist()] == expected
+
+
+@pytest.mark.parametrize("in_task_bytes", [256 << 20, 0])
+def test_a_table_without_meta_fields_keeps_every_row(spark, tmp_path, monkeypatch, in_task_bytes):
+    """Its files store no partition path: the rewritten rows take their group's."""
+    path = str(tmp_path / "t")
+    opts = options(**{"hoodie.populate.meta.fields": "false", "hoodie.datasource.write.operation": "insert"})
+    small_files(spark, path, opts, batches=3)
+    before = sorted((r["key"], r["x"]) for r in pyhudi.read(spark, path).collect())
+    monkeypatch.setattr("pyhudi.spark.clustering.IN_TASK_GROUP_BYTES", in_task_bytes)
+    (done,) = pyhudi.cluster(spark, path, {"hoodie.clustering.plan.strategy.sort.columns": "x"})
+    assert done["records"] == len(before) == 90 and done["output_files"] == 2
+    assert sorted((r["key"], r["x"]) for r in pyhudi.read(spark, path).collect()) == before
+    assert sorted((r["key"], r["x"]) for r in hudi_rs_rows(path)) == before

@@ -350,3 +350,25 @@ def test_compaction_cli(spark, tmp_path, capsys):
     assert main(["compaction", "schedule", "--path", path]) == 0
     assert "nothing to compact" in capsys.readouterr().out
     assert [(r["key"], r["val"]) for r in hudi_rs_rows(path)] == [("a", 2.0)]
+
+
+def test_a_group_without_base_files_reads_its_logs_across_a_pending_compaction(tmp_path):
+    """Writers that insert into log files (Flink, Hudi's bucket index) leave file groups without a
+    base file. While a compaction of such a group is pending, the logs named after it extend the
+    slice before it: a reader of the latest slice must see both."""
+    from pyhudi.io.file_names import log_file_name
+    from pyhudi.storage import Storage
+    from pyhudi.table.fs_view import FileSystemView
+    from pyhudi.timeline.timeline import Timeline
+
+    storage = Storage(str(tmp_path))
+    first, compaction, second = "20260101000000000", "20260101000001000", "20260101000002000"
+    for name in (f"{first}.deltacommit.requested", f"{first}.deltacommit.inflight", f"{first}.deltacommit",
+                 f"{compaction}.compaction.requested", f"{second}.deltacommit.requested",
+                 f"{second}.deltacommit.inflight", f"{second}.deltacommit"):
+        storage.write_bytes(f".hoodie/{name}", b"")
+    for base_instant, version in ((compaction, 1), (first, 1), (first, 2)):
+        storage.write_bytes(f"p/{log_file_name('fg', base_instant, version, '0-1-0')}", b"")
+    (piece,) = FileSystemView(storage, Timeline(storage), partitions=["p"]).latest_slices()
+    assert piece.base_instant == first and piece.base_file is None
+    assert [(lf.base_instant, lf.version) for lf in piece.log_files] == [(first, 1), (first, 2), (compaction, 1)]

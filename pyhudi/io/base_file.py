@@ -214,7 +214,7 @@ class BaseFileWriter:
         self._sink = storage.open_output(rel_path)
         self._schema = schema
         self._writer: pq.ParquetWriter | None = None  # opened on the first rows: encodings follow them
-        self._keys: list[pa.ChunkedArray] = []
+        self._key_range: tuple[str, str] | None = None  # smallest and largest record key written
         self.num_rows = 0
         self._bloom = new_bloom_filter(settings) if settings.populate_meta_fields and settings.bloom_filter else None
         self._bloom_thread: ThreadPoolExecutor | None = None
@@ -239,7 +239,13 @@ class BaseFileWriter:
             self._bloom_done.append(self._bloom_thread.submit(self._bloom.add_keys, keys))
         row_bytes = max(1, table.nbytes // table.num_rows)
         self._open(table).write_table(table, row_group_size=max(1, self.settings.block_size // row_bytes))
-        self._keys.append(keys)
+        # only the key range is kept: the key column of a batch Spark sent is a view of the whole
+        # batch's buffer, and keeping it would keep every row of the file in memory until close
+        if keys.null_count < len(keys):
+            bounds = pc.min_max(keys)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            self._key_range = (low, high) if self._key_range is None else \
+                (min(self._key_range[0], low), max(self._key_range[1], high))
         self.num_rows += table.num_rows
 
     def _finish_bloom(self) -> None:
@@ -253,9 +259,7 @@ class BaseFileWriter:
 
     def close(self) -> WrittenFile:
         self._finish_bloom()
-        chunks = [c for k in self._keys for c in k.chunks]
-        keys = pa.chunked_array(chunks, pa.string()) if chunks else pa.chunked_array([], pa.string())
-        meta = footer_metadata(self.settings, keys, self._bloom)
+        meta = footer_metadata(self.settings, pa.array(self._key_range or [], pa.string()), self._bloom)
         writer = self._open(None)
         writer.add_key_value_metadata(meta)
         writer.close()

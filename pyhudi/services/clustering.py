@@ -42,6 +42,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringUpdateError
 from pyhudi.io.avro_schema import RECORD_KEY
+from pyhudi.io.file_names import log_path_order
 from pyhudi.read.merge import SliceToRead
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
@@ -129,7 +130,9 @@ def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPla
     groups = []
     for g in plan.get("inputGroups") or []:
         slices = tuple(SliceToRead(s.get("partitionPath") or "", s.get("fileId") or "", rel(s.get("dataFilePath")),
-                                   tuple(r for r in (rel(p) for p in s.get("deltaFilePaths") or []) if r))
+                                   # Hudi lists a slice's logs newest first: readers need them oldest first
+                                   tuple(sorted((r for r in (rel(p) for p in s.get("deltaFilePaths") or []) if r),
+                                                key=log_path_order)))
                        for s in g.get("slices") or [])
         metrics = g.get("metrics") or {}
         groups.append(ClusteringGroup(slices[0].partition_path if slices else "", slices,

@@ -25,7 +25,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCompactionError, HudiUnsupportedError
 from pyhudi.io.avro_schema import FILE_NAME
 from pyhudi.io.base_file import ParquetSettings, write_base_file
-from pyhudi.io.file_names import base_file_name, relative_path
+from pyhudi.io.file_names import base_file_name, log_path_order, relative_path
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSlice, FileSystemView
@@ -81,7 +81,8 @@ class CompactionOperation:
         base = rec.get("dataFilePath")
         return cls(partition, rec.get("fileId") or "", rec.get("baseInstantTime") or "",
                    posixpath.basename(base) if base else None,
-                   tuple(posixpath.basename(p) for p in rec.get("deltaFilePaths") or []),
+                   # Hudi lists a slice's logs newest first; they merge oldest first
+                   tuple(sorted((posixpath.basename(p) for p in rec.get("deltaFilePaths") or []), key=log_path_order)),
                    tuple(sorted((rec.get("metrics") or {}).items())))
 
 

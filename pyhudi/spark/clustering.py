@@ -50,6 +50,7 @@ from pyhudi.services.clustering import (
     schedule_clustering,
 )
 from pyhudi.services.rollback import rollback_instant
+from pyhudi.spark.merged import drop_soft_deleted
 from pyhudi.spark.reader import slices_frame, spark_schema
 from pyhudi.spark.record_index import write_changes
 from pyhudi.spark.worker import map_in_arrow, per_item
@@ -124,6 +125,9 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         merged = [read_slice(storage, piece, schema, spec, visibility)[0] for piece in group.slices]
         rows = pa.concat_tables(merged) if merged else schema.empty_table()
         if rows.num_rows:
+            # the writer files rows by this column, which tables without meta fields leave null
+            rows = rows.set_column(rows.schema.get_field_index(PARTITION_PATH), PARTITION_PATH,
+                                   pa.repeat(pa.scalar(group.partition_path, pa.string()), rows.num_rows))
             rows = rows.take(ordering(rows, sort_columns, strategy))
             expected = {(current_task().partition_id, group.partition_path): rows.num_rows}
             yield from bulk_insert_writer(rows.to_batches(max_chunksize=64 * 1024), ctx, expected)
@@ -188,7 +192,9 @@ def ordered_by_spark(spark: SparkSession, table: HudiTable, groups: list[Cluster
         raise HudiClusteringError(f"{table.path} has no base file to read the schema of")
     frames, order = [], [F.col(RECORD_KEY).asc()]
     for group in groups:
-        df = slices_frame(spark, table, _planned_slices(table, group), schema, spec, visibility)
+        # as read_slice does: a soft-deleted row in a base file (bulk inserts by other writers) is not copied
+        df = drop_soft_deleted(slices_frame(spark, table, _planned_slices(table, group), schema, spec, visibility))
+        df = df.withColumn(PARTITION_PATH, F.lit(group.partition_path))  # null in tables without meta fields
         if sort_columns and (strategy == "linear" or len(sort_columns) == 1):
             order = [F.col(c).asc_nulls_first() for c in sort_columns] + [F.col(RECORD_KEY).asc()]
         elif sort_columns:

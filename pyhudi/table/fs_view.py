@@ -193,10 +193,18 @@ class FileSystemView:
             for lf in logs.get(fid, []):
                 owners = [t for t in by_instant if t <= lf.base_instant]
                 slice_logs.setdefault(max(owners) if owners else lf.base_instant, []).append(lf)
+            merged: list[tuple[str, list[LogFile]]] = []
             for instant in sorted(slice_logs):
-                group.slices.append(FileSlice(
-                    partition, fid, instant, by_instant.get(instant),
-                    tuple(sorted(slice_logs[instant], key=log_order))))
+                if instant not in by_instant and merged:
+                    # logs named after a compaction that has not completed (no base file) extend the
+                    # slice before it, as Hudi's merged view does: else a group without base files
+                    # would hide its earlier logs while a compaction is pending
+                    merged[-1][1].extend(slice_logs[instant])
+                    continue
+                merged.append((instant, list(slice_logs[instant])))
+            for instant, slice_files in merged:
+                group.slices.append(FileSlice(partition, fid, instant, by_instant.get(instant),
+                                              tuple(sorted(slice_files, key=log_order))))
             if group.slices:
                 groups[fid] = group
 

@@ -129,7 +129,8 @@ class _PartitionStream:
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
         self.pending_bytes = 0
-        self.rows_per_file: int | None = None
+        self.rows_per_file: int | None = None  # None: files are cut at the max file size only
+        self.measured = False  # the first row group was written: later ones take the full size
         self.file: _OpenFile | None = None
 
     def add(self, rows: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -154,7 +155,7 @@ class _PartitionStream:
             if room is not None and self.pending_rows >= room:
                 yield from self._write(room)
                 continue
-            threshold = self.w.first_row_group_bytes if self.rows_per_file is None else self.w.row_group_bytes
+            threshold = self.w.row_group_bytes if self.measured else self.w.first_row_group_bytes
             if final or self.pending_bytes >= threshold:
                 yield from self._write(self.pending_rows)
                 continue
@@ -183,7 +184,7 @@ class _PartitionStream:
             self.file = self.w.new_file(self.partition)
         f = self.file
         f.write(self._take(n), self.w)
-        if self.rows_per_file is None:
+        if not self.measured:
             self._measure(f)
         full = f.writer.bytes_written >= self.w.ctx.max_file_size or (
             self.rows_per_file is not None and f.writer.num_rows >= self.rows_per_file)
@@ -192,7 +193,10 @@ class _PartitionStream:
             self.file = None
 
     def _measure(self, f: _OpenFile) -> None:
-        if not f.writer.num_rows or not self.expected:
+        if not f.writer.num_rows:
+            return
+        self.measured = True
+        if not self.expected:  # the count is unknown (clustering by Spark): cut at the max file size
             return
         per_record = f.writer.bytes_written / f.writer.num_rows
         files = max(1, math.ceil(self.expected * per_record / self.w.ctx.max_file_size))
