@@ -62,6 +62,41 @@ def test_killed_write_is_invisible_then_rolled_back(spark, tmp_path, monkeypatch
     assert not os.path.exists(os.path.join(path, ".hoodie", ".temp", failed))
 
 
+def test_files_of_failed_task_attempts_are_removed_before_the_commit(spark, tmp_path, monkeypatch):
+    """A task attempt that failed (or lost to a speculative copy) after writing left a file under the
+    instant's name: a whole copy of a merged file (same file group, another write token) and a
+    partial new file. Both are gone before the instant completes, so readers see each record once."""
+    from pyhudi.spark.pipeline import Pipeline
+    from pyhudi.write.markers import CREATE, MERGE, create_marker
+
+    path = str(tmp_path / "t")
+    pyhudi.write(spark.createDataFrame([("a", "x", 1), ("b", "x", 1)], SCHEMA), path,
+                 {**OPTS, "hoodie.datasource.write.operation": "bulk_insert"})
+    planted: list[str] = []
+    statistics = Pipeline.log_statistics
+
+    def plant(self, rows):
+        storage = self.table.storage
+        (merged,) = [r["path"] for r in rows]  # the update rewrote the one file of partition x
+        folder, name = merged.rsplit("/", 1)
+        fid, token, rest = name.split("_", 2)
+        copy = f"{folder}/{fid}_9-9-9_{rest}"
+        partial = f"{folder}/{'f' * 8}{fid[8:]}_9-9-8_{rest}"
+        data = storage.read_bytes(merged)
+        for rel, content, io in ((copy, data, MERGE), (partial, data[:len(data) // 2], CREATE)):
+            create_marker(storage, self.instant, rel, io)
+            storage.write_bytes(rel, content)
+            planted.append(rel)
+        return statistics(self, rows)
+
+    monkeypatch.setattr(Pipeline, "log_statistics", plant)
+    pyhudi.write(spark.createDataFrame([("a", "x", 2)], SCHEMA), path, OPTS)
+    monkeypatch.undo()
+    assert len(planted) == 2 and not any(os.path.exists(os.path.join(path, rel)) for rel in planted)
+    assert sorted((r["id"], r["ts"]) for r in pyhudi_rows(spark, path)) == [("a", 2), ("b", 1)]
+    assert sorted((r["id"], r["ts"]) for r in hudi_rs_rows(path)) == [("a", 2), ("b", 1)]
+
+
 def test_commit_metadata_is_hudi_shaped(spark, tmp_path):
     path = str(tmp_path / "t")
     res = pyhudi.write(spark.createDataFrame([("a", "x", 1), ("b", "y", 1)], SCHEMA), path,

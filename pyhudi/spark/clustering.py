@@ -64,7 +64,7 @@ from pyhudi.write.bulk_insert import bulk_insert_writer
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task
-from pyhudi.write.markers import delete_markers, remove_marked_files
+from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
 from pyhudi.write.plan import WriteContext
 
 log = logging.getLogger("pyhudi")
@@ -148,6 +148,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         for piece in g.slices:
             replaced.setdefault(piece.partition_path, []).append(piece.file_id)
     meta = commit_metadata(stats, operation_type=CLUSTER, schema_json=table.avro_schema() or "", replaced=replaced)
+    remove_stray_files(table.storage, instant_time, (r["path"] for r in stats if r.get("path")))
     index_files = write_changes(spark, table, instant_time, stats, replaced, spec, file_schema)
     with lock.held():
         timeline = table.timeline.reload()

@@ -40,7 +40,7 @@ from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task, stats_batch
-from pyhudi.write.markers import delete_markers, remove_marked_files
+from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
 
 log = logging.getLogger("pyhudi")
 
@@ -97,6 +97,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
     meta.compacted = True
+    remove_stray_files(table.storage, instant_time, (r["path"] for r in rows if r.get("path")))
     with lock.held():
         timeline.reload()
         if timeline.is_completed(instant_time) or not timeline.has_state(instant_time, State.INFLIGHT, COMPACTION):

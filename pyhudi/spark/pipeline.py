@@ -68,7 +68,7 @@ from pyhudi.write.bulk_insert import BulkInsertPlan, bulk_insert_writer, plan_bu
 from pyhudi.write.columns import BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
 from pyhudi.write.commit import commit_metadata, record_run
 from pyhudi.write.handles import write_buckets
-from pyhudi.write.markers import delete_markers
+from pyhudi.write.markers import delete_markers, remove_stray_files
 from pyhudi.write.partition_writer import (
     BLOOM,
     BUCKET_INDEX,
@@ -292,6 +292,7 @@ class Pipeline:
                     storage_schema(self.target_schema))}
                 started = self._phase("record_index", started)
             log_stats = self.log_statistics(rows)
+            remove_stray_files(table.storage, self.instant, (r["path"] for r in rows if r.get("path")))
             commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None)
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             delete_markers(table.storage, self.instant)

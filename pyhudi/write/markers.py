@@ -7,7 +7,12 @@ of scanning the table.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+
 from pyhudi.storage import Storage
+
+log = logging.getLogger("pyhudi")
 
 TEMP_FOLDER = ".hoodie/.temp"
 CREATE = "CREATE"
@@ -56,3 +61,22 @@ def remove_marked_files(storage: Storage, instant: str, *, keep: frozenset[str] 
         if path not in keep:
             storage.delete(path)
     delete_markers(storage, instant)
+
+
+def remove_stray_files(storage: Storage, instant: str, written: Iterable[str]) -> list[str]:
+    """Delete the new base files ``instant``'s markers name but its write statistics (``written``,
+    relative paths) do not, before the instant completes; returns them.
+
+    A Spark task that failed or was outrun by a speculative copy may have written a whole or partial
+    file under the instant's name before its retry wrote the one the commit records. Readers take
+    every base file of a completed instant, so such a file would show as duplicate records, or fail
+    to read. Hudi reconciles against its markers the same way. Log files (APPEND markers) are left:
+    the retry appends to them too.
+    """
+    keep = set(written)
+    strays = [path for path, io in list_markers(storage, instant) if io in (CREATE, MERGE) and path not in keep]
+    for path in strays:
+        storage.delete(path)
+    if strays:
+        log.warning("%s: removed %d file(s) of failed task attempts: %s", instant, len(strays), ", ".join(strays[:3]))
+    return strays
