@@ -20,6 +20,7 @@ import argparse
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -65,8 +66,17 @@ def files(path: str) -> tuple[int, float]:
     return len(bases), sum(b.size for b in bases) / len(bases) / 2**20
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        with open(f"/proc/{pid}/stat") as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+    return False
+
+
 class WorkerMemory:
-    """The largest resident set of any of Spark's Python workers (this machine's processes whose
+    """The largest resident set of any of this process's Spark Python workers (descendants whose
     command line names ``pyspark.daemon`` or ``pyspark.worker``), sampled every 50 ms."""
 
     def __init__(self) -> None:
@@ -88,7 +98,8 @@ class WorkerMemory:
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         command = f.read()
-                    if b"pyspark.daemon" not in command and b"pyspark.worker" not in command:
+                    if (b"pyspark.daemon" not in command and b"pyspark.worker" not in command) \
+                            or not _descends_from(int(pid), os.getpid()):
                         continue
                     with open(f"/proc/{pid}/status") as f:
                         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
@@ -98,38 +109,47 @@ class WorkerMemory:
 
 
 def one_partition(spark: Any, load: Any, work: Path) -> None:
-    """All rows in one partition: one clustering group, in one task or ordered by Spark."""
-    import pyhudi.spark.clustering as clustering
-
+    """All rows in one partition: one clustering group, in one task or ordered by Spark, each run in
+    a process of its own (a fresh Spark, so no Python worker carries memory from earlier work)."""
     options = {**OPTIONS, "hoodie.datasource.write.partitionpath.field": "",
                "hoodie.datasource.write.keygenerator.class": "org.apache.hudi.keygen.NonpartitionedKeyGenerator"}
     first = str(work / "one_partition")
     pyhudi.write(pandas_frame(spark, load), first, {**options, "hoodie.datasource.write.operation": "bulk_insert",
                                                      "hoodie.parquet.max.file.size": str(1 << 20)})
-    second = str(work / "one_partition_copy")
-    shutil.copytree(first, second)
     n, mb = files(first)
     print(f"\none partition: {n} files of {mb:.2f} MB ({n * mb:.0f} MB), linear drone_id,ts, 128 MB target")
-    default = clustering.IN_TASK_GROUP_BYTES
-    for label, path, limit in (("in one task", first, 1 << 40), ("ordered by Spark", second, 0)):
-        clustering.IN_TASK_GROUP_BYTES = limit
-        try:
-            started = time.monotonic()
-            with WorkerMemory() as memory:
-                pyhudi.cluster(spark, path, {**LAYOUTS["linear drone_id,ts"],
-                                             "hoodie.clustering.plan.strategy.target.file.max.bytes": str(128 << 20)})
-            seconds = time.monotonic() - started
-        finally:
-            clustering.IN_TASK_GROUP_BYTES = default
-        n2, mb2 = files(path)
-        print(f"  {label:<17} {n2} files of {mb2:.1f} MB in {seconds:5.1f} s; "
-              f"peak Python worker {memory.peak / 2**20:,.0f} MB")
+    for label, limit in (("in one task", 1 << 40), ("ordered by Spark", 0)):
+        path = str(work / f"one_partition_{limit}")
+        shutil.copytree(first, path)
+        done = subprocess.run([sys.executable, __file__, "--cluster", path, "--in-task-bytes", str(limit)],
+                              capture_output=True, text=True, check=True)
+        print(f"  {label:<17} {done.stdout.strip().splitlines()[-1]}")
+
+
+def cluster_one(path: str, in_task_bytes: int) -> None:
+    """The child process of :func:`one_partition`: one clustering run, its figures on one line."""
+    import pyhudi.spark.clustering as clustering
+
+    spark = pyhudi.spark_session()
+    clustering.IN_TASK_GROUP_BYTES = in_task_bytes
+    started = time.monotonic()
+    with WorkerMemory() as memory:
+        pyhudi.cluster(spark, path, {**LAYOUTS["linear drone_id,ts"],
+                                     "hoodie.clustering.plan.strategy.target.file.max.bytes": str(128 << 20)})
+    seconds = time.monotonic() - started
+    n, mb = files(path)
+    print(f"{n} files of {mb:.1f} MB in {seconds:5.1f} s; peak Python worker {memory.peak / 2**20:,.0f} MB")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=20)
+    parser.add_argument("--cluster", help=argparse.SUPPRESS)  # the child run of one_partition
+    parser.add_argument("--in-task-bytes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cluster:
+        cluster_one(args.cluster, args.in_task_bytes)
+        return
     logging.basicConfig(level=logging.WARNING)
     spark = pyhudi.spark_session()
     work = Path(tempfile.mkdtemp(prefix="pyhudi_cluster_bench_"))

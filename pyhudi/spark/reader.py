@@ -145,7 +145,9 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if logged:  # merge-on-read slices with log files
         spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
         logged_bases = [s.base_file for s in logged if s.base_file is not None]
-        if skipping is not None and logged_bases and filters_reach_base_files(spec):
+        # (without stored keys whole slices are merged in executors: no base file is read apart)
+        if skipping is not None and logged_bases and filters_reach_base_files(spec) \
+                and table.config.populate_meta_fields:
             kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
             logged_bases = [b for b in logged_bases if b.path in kept]
         df = df.unionByName(merged_slices(spark, table, logged, schema, spec, files.view.visibility(),
