@@ -12,6 +12,7 @@ clusters it twice, merged and ordered in one task and ordered by Spark
 (``pyhudi.spark.clustering.IN_TASK_GROUP_BYTES``), with the peak memory of a Python worker.
 
     python benchmarks/clustering.py [--days 20]
+    python benchmarks/clustering.py --cluster DIR [--in-task-bytes N]   # one run on a copy of a table
 """
 
 from __future__ import annotations
@@ -144,8 +145,10 @@ def cluster_one(path: str, in_task_bytes: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=20)
-    parser.add_argument("--cluster", help=argparse.SUPPRESS)  # the child run of one_partition
-    parser.add_argument("--in-task-bytes", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--cluster", metavar="DIR", help="only cluster the table at DIR (linear drone_id,ts) and "
+                        "print the time and the peak Python worker memory")
+    parser.add_argument("--in-task-bytes", type=int, default=64 << 20,
+                        help="with --cluster: groups up to this size are merged in one task")
     args = parser.parse_args()
     if args.cluster:
         cluster_one(args.cluster, args.in_task_bytes)
