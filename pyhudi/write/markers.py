@@ -74,9 +74,9 @@ def remove_stray_files(storage: Storage, instant: str, written: Iterable[str]) -
     the retry appends to them too.
     """
     keep = set(written)
-    strays = [path for path, io in list_markers(storage, instant) if io in (CREATE, MERGE) and path not in keep]
-    for path in strays:
-        storage.delete(path)
+    # a marker whose task wrote no file after all (nothing to write) names nothing to delete
+    strays = [path for path, io in list_markers(storage, instant)
+              if io in (CREATE, MERGE) and path not in keep and storage.delete(path)]
     if strays:
         log.warning("%s: removed %d file(s) of failed task attempts: %s", instant, len(strays), ", ".join(strays[:3]))
     return strays
