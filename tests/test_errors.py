@@ -44,6 +44,40 @@ def test_null_record_key_is_rejected_and_table_unchanged(spark, tmp_path):
     assert len(table.timeline.completed_writes()) == 1
 
 
+@pytest.mark.parametrize("index", ["BLOOM", "GLOBAL_SIMPLE"])  # combined in the handles / in Spark
+def test_null_ordering_value_is_rejected_and_table_unchanged(spark, tmp_path, index):
+    """Hudi refuses a record without an ordering value; combining would silently drop it."""
+    path = _table(spark, tmp_path)
+    before = pyhudi_rows(spark, path)
+    bad = spark.createDataFrame([("c", "x", 2, 3), ("d", "x", None, 4), ("d", "x", None, 5)], SCHEMA)
+    for op in ("upsert", "insert", "bulk_insert"):
+        with pytest.raises(pyhudi.HudiKeyError, match="precombine field 'ts' .* is null"):
+            pyhudi.write(bad, path, {**OPTS, "hoodie.index.type": index, "hoodie.datasource.write.operation": op,
+                                     "hoodie.combine.before.insert": "true"})
+    assert pyhudi_rows(spark, path) == before
+    assert len(hudi_rs_rows(path)) == 2
+    # a delete needs no ordering value, and removes the key whatever the stored one (as Hudi's delete
+    # does, with DefaultHoodieRecordPayload too)
+    default_payload = {**OPTS, "hoodie.index.type": index, "hoodie.datasource.write.payload.class":
+                       "org.apache.hudi.common.model.DefaultHoodieRecordPayload"}
+    pyhudi.write(spark.createDataFrame([("a", "x", None, 0)], SCHEMA), path,
+                 {**default_payload, "hoodie.datasource.write.operation": "delete"})
+    pyhudi.write(spark.createDataFrame([("b", "y", 0, 0)], SCHEMA), path,
+                 {**default_payload, "hoodie.datasource.write.operation": "delete"})
+    assert pyhudi_rows(spark, path) == [] and hudi_rs_rows(path) == []
+
+
+@pytest.mark.parametrize("index", ["BLOOM", "GLOBAL_SIMPLE"])
+def test_duplicates_with_equal_ordering_values_keep_the_later_row(spark, tmp_path, index):
+    """Hudi's preCombine keeps the newer of two records with equal ordering values."""
+    path = _table(spark, tmp_path)
+    rows = [("a", "x", 5, 10), ("c", "x", 5, 30), ("a", "x", 5, 11), ("c", "x", 4, 99), ("c", "x", 5, 31)]
+    pyhudi.write(spark.createDataFrame(rows, SCHEMA).coalesce(1), path, {**OPTS, "hoodie.index.type": index})
+    expected = {"a": 11, "b": 2, "c": 31}
+    assert {r["id"]: r["v"] for r in pyhudi_rows(spark, path)} == expected
+    assert {r["id"]: r["v"] for r in hudi_rs_rows(path)} == expected
+
+
 def _rejected(spark, tmp_path, ddl: str, row: tuple, error: type, match: str) -> None:
     """Writing ``row`` raises ``error`` and leaves every file of the table as it was."""
     path = _table(spark, tmp_path)

@@ -68,6 +68,16 @@ def _raise(message: str) -> Column:
     return F.raise_error(F.lit(f"{KEY_ERROR_MARKER} {message}"))
 
 
+def with_required_ordering(df: DataFrame, field: str) -> DataFrame:
+    """``df``, failing the job that reads a row whose ordering (precombine) value is null. Hudi
+    refuses such a record ("The value of ts can not be null") rather than guess its order; a
+    combine step would otherwise drop it or let it lose to any other version of its key."""
+    value = F.col(f"`{field}`")
+    message = (f"precombine field {field!r} (hoodie.datasource.write.precombine.field) is null in some incoming "
+               "rows; every record needs an ordering value: fill it in, or write without a precombine field")
+    return df.withColumn(field, F.when(value.isNull(), _raise(message)).otherwise(value))
+
+
 def record_key_expr(spec: KeyGenSpec, schema: T.StructType) -> Column:
     fields = spec.record_key_fields
     values = [value_string(f, field_type(schema, f), spec.consistent_logical_timestamp) for f in fields]

@@ -54,7 +54,7 @@ from pyhudi.spark.index import (
     simple_lookup,
     with_hash_bucket,
 )
-from pyhudi.spark.keygen import with_keys
+from pyhudi.spark.keygen import with_keys, with_required_ordering
 from pyhudi.spark.record_index import keeps_record_index, write_changes
 from pyhudi.spark.record_index import locate as record_index_locate
 from pyhudi.spark.worker import map_in_arrow
@@ -95,6 +95,9 @@ from pyhudi.write.plan import (
 from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, replaced_file_groups
 
 log = logging.getLogger("pyhudi")
+
+#: a row's position in the incoming data, while duplicates are combined
+ARRIVAL = "_pyhudi_arrival"
 
 #: Input tasks per core of the jobs that read an incoming DataFrame made from local data
 TASKS_PER_CORE = 2
@@ -227,6 +230,12 @@ class Pipeline:
         else:
             flag = F.lit(False)
         keyed = keyed.withColumn(IS_DELETE, flag)
+        if self.ordering_field and self.ordering_field in keyed.columns:
+            if operation == "delete":  # Hudi's delete removes the key whatever its stored ordering value
+                keyed = keyed.withColumn(self.ordering_field,
+                                         F.lit(None).cast(keyed.schema[self.ordering_field].dataType))
+            else:
+                keyed = with_required_ordering(keyed, self.ordering_field)
         if combine_in_spark and self.combines(operation):
             keyed = self.deduplicate(keyed, operation)
         return keyed
@@ -237,15 +246,19 @@ class Pipeline:
         return int(self.cfg.get(opt))
 
     def deduplicate(self, keyed: DataFrame, operation: str) -> DataFrame:
-        """Keep one record per key: the one with the largest ordering value (Hudi's preCombine)."""
+        """Keep one record per key: the one with the largest ordering value, the later arrival
+        among equal ones (Hudi's preCombine); a null ordering value (deletes may have one) loses."""
         keys = [RECORD_KEY] if self.is_global else [RECORD_KEY, PARTITION_PATH]
+        cols = keyed.columns
+        keyed = keyed.withColumn(ARRIVAL, F.monotonically_increasing_id())  # input order, before any shuffle
         n = self.parallelism(operation)
         if n > 0:
             keyed = keyed.repartition(n, *keys)
-        if not self.ordering_field:
-            return keyed.dropDuplicates(keys)
-        cols = keyed.columns
-        best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), F.col(self.ordering_field))
+        rank = F.col(ARRIVAL)
+        if self.ordering_field in cols:
+            ordering = F.col(f"`{self.ordering_field}`")
+            rank = F.struct(ordering.isNotNull(), ordering, rank)  # never null, so max_by keeps a row
+        best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
         return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
 
     # -- running -------------------------------------------------------------------------------

@@ -191,8 +191,9 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
 def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     """One row per record key: the one with the largest ordering value (Hudi's preCombine).
 
-    Rows whose ordering value is null lose to any non-null one; among equal values one is kept.
-    Rows come back in record-key order (unless they arrived in it, or there are fewer than two):
+    Rows whose ordering value is null lose to any non-null one; among equal values the later row
+    wins, as in Hudi. Rows come back in record-key order (unless they arrived in it, or there are
+    fewer than two):
     sorting by key alone is cheap, and only keys seen twice need the ordering value compared.
     """
     keys = rows.column(RECORD_KEY)
@@ -205,9 +206,15 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     sort_keys = [(RECORD_KEY, "ascending")]
     if ordering_field and ordering_field in rows.column_names:
         sort_keys.append((ordering_field, "descending"))
-    order = pc.sort_indices(rows, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
+    sort_keys.append((_ARRIVAL, "descending"))
+    ranked = rows.append_column(_ARRIVAL, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    order = pc.sort_indices(ranked, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     first = first_of_runs(pc.take(keys, order).combine_chunks())
     return rows.take(order.filter(pa.array(first)))
+
+
+#: a row's position in a batch, while :func:`combine` ranks duplicates
+_ARRIVAL = "_pyhudi_arrival"
 
 
 def sorted_by_key(rows: pa.Table) -> pa.Table:
