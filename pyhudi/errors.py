@@ -33,7 +33,7 @@ class HudiSchemaError(HudiError):
 
 
 class HudiKeyError(HudiError):
-    """A record key or partition path could not be generated (missing field, null key)."""
+    """A record key, partition path or ordering value is missing or null in the incoming rows."""
 
 
 class HudiCorruptFileError(HudiError):
