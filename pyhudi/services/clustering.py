@@ -371,7 +371,7 @@ def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndar
     if not columns:
         return np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")]))
     keys = sort_key_columns(rows, columns)
-    if strategy == "linear" or len(columns) == 1:
+    if not on_curve(columns, strategy):
         table = pa.table({**{f"k{i}": k for i, k in enumerate(keys)}, RECORD_KEY: rows.column(RECORD_KEY)})
         order = [(f"k{i}", "ascending", "at_start") for i in range(len(keys))] + [(RECORD_KEY, "ascending", "at_end")]
         return np.asarray(pc.sort_indices(table, sort_keys=order))
@@ -379,6 +379,12 @@ def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndar
     coords = np.stack([_scaled_rank(k, bits) for k in keys])
     index = curve_index(coords, bits, strategy)
     return np.lexsort((np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")])).argsort(), index))
+
+
+def on_curve(columns: tuple[str, ...], strategy: str) -> bool:
+    """Whether records are ordered along a curve (Z-order, Hilbert) rather than linearly: a curve
+    needs two columns or more."""
+    return strategy != "linear" and len(columns) > 1
 
 
 def curve_bits(dimensions: int) -> int:

@@ -46,6 +46,7 @@ from pyhudi.services.clustering import (
     curve_bits,
     curve_index,
     describe_groups,
+    on_curve,
     ordering,
     pending_clusterings,
     read_clustering_plan,
@@ -196,19 +197,23 @@ def ordered_by_spark(spark: SparkSession, table: HudiTable, groups: list[Cluster
     schema = spark_schema(spark, table)
     if schema is None:
         raise HudiClusteringError(f"{table.path} has no base file to read the schema of")
-    frames, order = [], [F.col(RECORD_KEY).asc()]
+    curve = on_curve(sort_columns, strategy)
+    leading = [F.col(CURVE).asc()] if curve else [F.col(c).asc_nulls_first() for c in sort_columns]
+    order = [*leading, F.col(RECORD_KEY).asc()]
+    sizes: dict[str, dict[str, int]] = {}  # partition -> file name -> size, listed once per partition
+    frames = []
     for group in groups:
+        if group.partition_path not in sizes:
+            sizes[group.partition_path] = {i.name: i.size for i in table.storage.list_files(group.partition_path)}
+        slices = _planned_slices(group, sizes[group.partition_path])
         # as read_slice does: a soft-deleted row in a base file (bulk inserts by other writers) is not copied
-        df = drop_soft_deleted(slices_frame(spark, table, _planned_slices(table, group), schema, spec, visibility))
+        df = drop_soft_deleted(slices_frame(spark, table, slices, schema, spec, visibility))
         df = df.withColumn(PARTITION_PATH, F.lit(group.partition_path))  # null in tables without meta fields
-        if sort_columns and (strategy == "linear" or len(sort_columns) == 1):
-            order = [F.col(c).asc_nulls_first() for c in sort_columns] + [F.col(RECORD_KEY).asc()]
-        elif sort_columns:
+        if curve:
             df = _with_curve(df, sort_columns, strategy)
-            order = [F.col(CURVE).asc(), F.col(RECORD_KEY).asc()]
         frames.append(df.repartitionByRange(group.num_output_file_groups, *order))
     out = functools.reduce(DataFrame.union, frames).sortWithinPartitions(*order)
-    return out.drop(CURVE) if CURVE in out.columns else out
+    return out.drop(CURVE) if curve else out
 
 
 #: the column :func:`_with_curve` adds
@@ -238,9 +243,9 @@ def _with_curve(df: DataFrame, columns: tuple[str, ...], strategy: str) -> DataF
     return map_in_arrow(df, add, out_schema).drop(*ranks, *tops)
 
 
-def _planned_slices(table: HudiTable, group: ClusteringGroup) -> list[FileSlice]:
-    """The plan's file slices of ``group`` with their files' sizes (the readers need them)."""
-    sizes = {info.name: info.size for info in table.storage.list_files(group.partition_path)}
+def _planned_slices(group: ClusteringGroup, sizes: Mapping[str, int]) -> list[FileSlice]:
+    """The plan's file slices of ``group`` with their files' sizes (``sizes``: file name -> size in
+    the group's partition; the readers need them)."""
     out = []
     for piece in group.slices:
         base = None

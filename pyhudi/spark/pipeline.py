@@ -65,7 +65,7 @@ from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.bulk_insert import BulkInsertPlan, bulk_insert_writer, plan_bulk_insert, slot_bounds
-from pyhudi.write.columns import BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
+from pyhudi.write.columns import ARRIVAL, BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
 from pyhudi.write.commit import commit_metadata, record_run
 from pyhudi.write.handles import write_buckets
 from pyhudi.write.markers import delete_markers, remove_stray_files
@@ -95,9 +95,6 @@ from pyhudi.write.plan import (
 from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, replaced_file_groups
 
 log = logging.getLogger("pyhudi")
-
-#: a row's position in the incoming data, while duplicates are combined
-ARRIVAL = "_pyhudi_arrival"
 
 #: Input tasks per core of the jobs that read an incoming DataFrame made from local data
 TASKS_PER_CORE = 2

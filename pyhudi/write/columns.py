@@ -8,6 +8,8 @@ BUCKET = "_pyhudi_bucket"
 IS_DELETE = "_pyhudi_is_delete"
 FILE_ID = "_pyhudi_file_id"
 SHUFFLE_KEY = "_pyhudi_shuffle_key"
+#: a row's position in the incoming data while duplicates of a key are combined (the later wins ties)
+ARRIVAL = "_pyhudi_arrival"
 INTERNAL = (BUCKET, IS_DELETE, FILE_ID, SHUFFLE_KEY)
 
 #: One row per file written, returned by executors to the driver.

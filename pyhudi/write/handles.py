@@ -33,7 +33,7 @@ from pyhudi.io.file_names import base_file_name, file_id, relative_path, write_t
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
 from pyhudi.table.properties import write_partition_metadata
-from pyhudi.write.columns import BUCKET, IS_DELETE, STATS_SCHEMA
+from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE, STATS_SCHEMA
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
 
@@ -206,15 +206,11 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     sort_keys = [(RECORD_KEY, "ascending")]
     if ordering_field and ordering_field in rows.column_names:
         sort_keys.append((ordering_field, "descending"))
-    sort_keys.append((_ARRIVAL, "descending"))
-    ranked = rows.append_column(_ARRIVAL, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    sort_keys.append((ARRIVAL, "descending"))
+    ranked = rows.append_column(ARRIVAL, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
     order = pc.sort_indices(ranked, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
     first = first_of_runs(pc.take(keys, order).combine_chunks())
     return rows.take(order.filter(pa.array(first)))
-
-
-#: a row's position in a batch, while :func:`combine` ranks duplicates
-_ARRIVAL = "_pyhudi_arrival"
 
 
 def sorted_by_key(rows: pa.Table) -> pa.Table:
