@@ -28,6 +28,7 @@ from pyhudi.errors import (
     HudiInstantNotFoundError,
     HudiKeyError,
     HudiLockError,
+    HudiPartitionPathError,
     HudiRestoreError,
     HudiRetentionError,
     HudiSchemaError,
@@ -199,7 +200,8 @@ def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] |
 __all__ = [
     "HudiClusteringError", "HudiClusteringUpdateError", "HudiCommitError", "HudiCompactionError",
     "HudiConcurrentWriteError", "HudiConfigError", "HudiCorruptFileError", "HudiError", "HudiFileExistsError",
-    "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiWriteConflictError", "HudiRestoreError",
+    "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiPartitionPathError", "HudiWriteConflictError",
+    "HudiRestoreError",
     "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
     "HudiUnsupportedError", "WriteResult", "archive", "clean", "cluster", "commit_stream", "compact",
     "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore", "register", "rollback",

@@ -36,6 +36,11 @@ class HudiKeyError(HudiError):
     """A record key, partition path or ordering value is missing or null in the incoming rows."""
 
 
+class HudiPartitionPathError(HudiKeyError):
+    """Incoming values make partition paths that cannot be folders of the table (``a/``, ``..``,
+    ``.hoodie``, a partition inside another); raised before the write requests its instant."""
+
+
 class HudiCorruptFileError(HudiError):
     """A table file (timeline instant, properties, base file) cannot be parsed."""
 

@@ -49,7 +49,7 @@ _KIND_OF = {
 }
 
 #: Characters ``PartitionPathEncodeUtils.escapePathName`` turns into ``%XX``.
-_ESCAPED = set(chr(c) for c in range(0x01, 0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
+_ESCAPED = set(chr(c) for c in range(0x20)) | set('"#%\'*/:=?\\\x7f{[]^')
 
 
 def escape_partition_value(value: str) -> str:

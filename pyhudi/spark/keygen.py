@@ -3,16 +3,19 @@
 Keys are computed for every incoming row, so they must not go through Python: each rule of
 :mod:`pyhudi.keygen.spec` becomes a Catalyst expression. A null or empty record key raises inside
 the Spark job with a marked message that :func:`pyhudi.spark.errors.translate` turns into a
-:class:`~pyhudi.errors.HudiKeyError`.
+:class:`~pyhudi.errors.HudiKeyError`. Partition paths that cannot be folders of the table are
+refused before the write starts (:func:`check_partitions`).
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pyhudi.errors import HudiKeyError
+from pyhudi.keygen.paths import check_partition_paths
 from pyhudi.keygen.spec import (
     _ESCAPED,
     DEFAULT_PARTITION,
@@ -22,6 +25,7 @@ from pyhudi.keygen.spec import (
     TIMESTAMP,
     KeyGenSpec,
 )
+from pyhudi.storage import Storage
 
 KEY_ERROR_MARKER = "[pyhudi:key]"
 
@@ -165,10 +169,49 @@ def _timestamp_partition(spec: KeyGenSpec, path: str, dtype: T.DataType, session
     return _render_in(F.timestamp_millis(millis), ts_spec.output_format, ts_spec.output_timezone, session_tz)
 
 
+def _session_tz(df: DataFrame) -> str:
+    return df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+
+
 def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str) -> DataFrame:
     """``df`` with the record key and partition path columns added (native expressions only)."""
-    session_tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     return df.withColumns({
         key_col: record_key_expr(spec, df.schema),
-        partition_col: partition_path_expr(spec, df.schema, session_tz),
+        partition_col: partition_path_expr(spec, df.schema, _session_tz(df)),
     })
+
+
+def check_partitions(df: DataFrame, spec: KeyGenSpec, storage: Storage | None) -> None:
+    """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
+    be folders of the table at ``storage`` (None: not created yet), before anything is written.
+
+    Only string values can make a bad path, and only where urlencode or hive-style leaves their
+    characters as they are: then the batch's distinct paths are computed by one Spark job and
+    checked with pyarrow (:mod:`pyhudi.keygen.paths`). Other values (numbers, dates, hex) make one
+    plain folder name each. A timestamp partition's shape comes from its output format alone, so
+    one rendered value stands for all.
+    """
+    if spec.kind == NON_PARTITION or not spec.partition_fields:
+        return
+    tz = _session_tz(df)
+    if spec.kind == TIMESTAMP:
+        sample = df.sparkSession.range(1).select(_one_timestamp_path(spec, tz).alias("p"))
+        check_partition_paths(pa.array([sample.collect()[0][0]], pa.string()), fields=spec.partition_fields)
+        return
+    if spec.hive_style and spec.url_encode:
+        return
+    if not any(isinstance(field_type(df.schema, f), T.StringType) for f in spec.partition_fields):
+        return
+    paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
+    check_partition_paths(paths.toArrow().column("p").combine_chunks(), fields=spec.partition_fields,
+                          storage=storage)
+
+
+def _one_timestamp_path(spec: KeyGenSpec, session_tz: str) -> Column:
+    """The partition path of a record whose timestamp partition value is 1 ms after the epoch."""
+    ts_spec = spec.timestamp
+    assert ts_spec is not None
+    value = _render_in(F.timestamp_millis(F.lit(1)), ts_spec.output_format, ts_spec.output_timezone, session_tz)
+    if spec.url_encode:
+        value = _escape(value)
+    return F.concat(F.lit(spec.partition_fields[0] + "="), value) if spec.hive_style else value

@@ -3,7 +3,8 @@
 The driver plans and commits; rows never come back to it. A write:
 
 1. resolves options against the table's own configuration (a conflict is an error);
-2. validates the input (key fields, ordering field, schema evolution) before anything is written;
+2. validates the input (key fields, ordering field, partition paths, schema evolution) before
+   anything is written;
 3. under the table lock, rolls back writes that failed earlier and requests a new instant
    (:class:`pyhudi.transaction.manager.WriteTransaction`, which also keeps its heartbeat);
 4. runs the operation's Spark pipeline (:mod:`pyhudi.spark.pipeline`), executors writing files;
@@ -39,7 +40,7 @@ from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
 from pyhudi.read.merge import MergeSpec
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
-from pyhudi.spark.keygen import field_type
+from pyhudi.spark.keygen import check_partitions, field_type
 from pyhudi.spark.pipeline import Pipeline
 from pyhudi.spark.record_index import builder as record_index_builder
 from pyhudi.spark.record_index import keeps_record_index
@@ -229,6 +230,16 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
     ordering = _ordering_field(cfg, data, operation, table)
+    if replace != DELETE_PARTITION:  # before the table or an instant exists: a refusal leaves no trace
+        try:
+            check_partitions(data, spec, table.storage if table is not None else None)
+        except HudiError:
+            raise
+        except Exception as exc:
+            translated = translate(exc)
+            if translated is None:
+                raise
+            raise translated from None
     incoming_arrow = arrow_schema(data.schema)
     current = table.arrow_schema() if table is not None else None
     if operation in ("delete", "delete_partition"):
