@@ -44,6 +44,8 @@ REFUSED: dict[str, tuple[dict[str, str], list[str]]] = {
                    "a\x7fb", "a", "a/b/c"]),
     "urlencode": (URLENCODE, [".", "..", ".hoodie", ".x"]),
     "hive": (HIVE, ["a/", "a//b", "a/../b", "a/.hoodie", "a/.", "a\\b", "a\rb"]),
+    # without a metadata table, the table's partitions are found by file-status calls
+    "no_metadata_table": ({"hoodie.metadata.enable": "false"}, ["a", "a/b/c", "x/y", "a/"]),
 }
 
 

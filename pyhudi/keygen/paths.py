@@ -18,8 +18,8 @@ refuses every path of these kinds (:data:`RULES`):
   reads only leaf folders, so one of the two would vanish from reads.
 
 Partitions of different depths that do not nest (``x`` and ``a/b``) are fine for both. The checks
-run over the distinct paths of a batch with pyarrow compute, and against the table with one batch
-of file-status calls.
+run over the distinct paths of a batch with pyarrow compute, and against the table's partitions as
+its metadata table lists them, or else with a batch of file-status calls.
 """
 
 from __future__ import annotations
@@ -103,10 +103,30 @@ def batch_problems(paths: pa.Array) -> list[str]:
     return lines
 
 
+def nesting_problems(paths: pa.Array, existing: pa.Array) -> list[str]:
+    """Where a batch's (well-formed) partition paths nest with the table's ``existing`` partitions
+    (as its metadata table lists them)."""
+    paths, existing = paths.cast(pa.string()), existing.cast(pa.string())
+    lines = []
+    above = pc.unique(pc.filter(existing, pc.is_in(existing, value_set=_ancestors(paths))))
+    if len(above):
+        pairs = [f"{p!r} would hold {_quoted(_children_of(p, paths))}" for p in above.slice(0, _EXAMPLES).to_pylist()]
+        lines.append(f"  {'; '.join(pairs)}: the table's partition would become the parent folder of "
+                     "another partition (readers would lose one of them)")
+    below = pc.filter(paths, pc.is_in(paths, value_set=_ancestors(existing)))
+    if len(below):
+        pairs = [f"{p!r} holds the table's {_quoted(_children_of(p, existing))}"
+                 for p in below.slice(0, _EXAMPLES).to_pylist()]
+        lines.append(f"  {'; '.join(pairs)}: a partition cannot be the parent folder of another "
+                     "(readers would lose one of them)")
+    return lines
+
+
 def table_problems(storage: Storage, paths: pa.Array) -> list[str]:
-    """Where a batch's (well-formed) partition paths nest with the table's existing partitions:
-    an existing partition that is the parent folder of a new path, or a new path whose folder
-    exists without being a partition (it holds partitions below it)."""
+    """Where a batch's (well-formed) partition paths nest with the table's existing partitions,
+    found by file-status calls where no metadata table lists them: an existing partition that is
+    the parent folder of a new path, or a new path whose folder exists without being a partition
+    (it holds partitions below it)."""
     paths = paths.cast(pa.string())
     lines = []
     parents = _ancestors(paths).to_pylist()
@@ -135,11 +155,15 @@ def _file_info(storage: Storage, rels: list[str]) -> list[pafs.FileInfo]:
     return storage.fs.get_file_info([storage.full(r) for r in rels]) if rels else []
 
 
-def check_partition_paths(paths: pa.Array, *, fields: Iterable[str], storage: Storage | None = None) -> None:
+def check_partition_paths(paths: pa.Array, *, fields: Iterable[str], storage: Storage | None = None,
+                          existing: Iterable[str] | None = None) -> None:
     """Raise :class:`HudiPartitionPathError` naming the partition paths among ``paths`` (a batch's
-    distinct ones) that cannot be folders of the table at ``storage`` (None: a new table)."""
+    distinct ones) that cannot be folders of the table at ``storage`` (None: a new table), whose
+    partitions are ``existing`` when its metadata table lists them (None: ask storage)."""
     lines = batch_problems(paths)
-    if not lines and storage is not None:
+    if not lines and existing is not None:
+        lines = nesting_problems(paths, pa.array(sorted(existing), pa.string()))
+    elif not lines and storage is not None:
         lines = table_problems(storage, paths)
     if lines:
         raise HudiPartitionPathError(

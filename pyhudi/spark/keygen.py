@@ -25,7 +25,7 @@ from pyhudi.keygen.spec import (
     TIMESTAMP,
     KeyGenSpec,
 )
-from pyhudi.storage import Storage
+from pyhudi.table.table import HudiTable
 
 KEY_ERROR_MARKER = "[pyhudi:key]"
 
@@ -181,9 +181,9 @@ def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: s
     })
 
 
-def check_partitions(df: DataFrame, spec: KeyGenSpec, storage: Storage | None) -> None:
+def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> None:
     """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
-    be folders of the table at ``storage`` (None: not created yet), before anything is written.
+    be folders of ``table`` (None: not created yet), before anything is written.
 
     Only string values can make a bad path, and only where urlencode or hive-style leaves their
     characters as they are: then the batch's distinct paths are computed by one Spark job and
@@ -203,8 +203,10 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, storage: Storage | None) -
     if not any(isinstance(field_type(df.schema, f), T.StringType) for f in spec.partition_fields):
         return
     paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
+    listing = table.metadata_listing() if table is not None else None
+    existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
     check_partition_paths(paths.toArrow().column("p").combine_chunks(), fields=spec.partition_fields,
-                          storage=storage)
+                          storage=table.storage if table is not None else None, existing=existing)
 
 
 def _one_timestamp_path(spec: KeyGenSpec, session_tz: str) -> Column:

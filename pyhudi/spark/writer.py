@@ -232,7 +232,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     ordering = _ordering_field(cfg, data, operation, table)
     if replace != DELETE_PARTITION:  # before the table or an instant exists: a refusal leaves no trace
         try:
-            check_partitions(data, spec, table.storage if table is not None else None)
+            check_partitions(data, spec, table)
         except HudiError:
             raise
         except Exception as exc:
