@@ -9,6 +9,8 @@ refused before the write starts (:func:`check_partitions`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -25,7 +27,9 @@ from pyhudi.keygen.spec import (
     TIMESTAMP,
     KeyGenSpec,
 )
-from pyhudi.table.table import HudiTable
+
+if TYPE_CHECKING:
+    from pyhudi.table.table import HudiTable
 
 KEY_ERROR_MARKER = "[pyhudi:key]"
 
