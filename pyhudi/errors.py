@@ -40,6 +40,14 @@ class HudiCorruptFileError(HudiError):
     """A table file (timeline instant, properties, base file) cannot be parsed."""
 
 
+class HudiTablePropertiesError(HudiCorruptFileError):
+    """A table has a timeline but no readable ``.hoodie/hoodie.properties`` (missing, empty,
+    truncated, checksum mismatch) and no valid ``hoodie.properties.backup`` to fall back on.
+
+    Nothing reads or writes such a table: its type, keys and partitioning are unknown, and guessing
+    them from write options would corrupt it."""
+
+
 class HudiCommitError(HudiError):
     """A write failed; it was rolled back and the table is unchanged."""
 
