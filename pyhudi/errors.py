@@ -21,7 +21,7 @@ class HudiUnsupportedError(HudiError, NotImplementedError):
 
 
 class HudiTableNotFoundError(HudiError, FileNotFoundError):
-    """The path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+    """The path holds no Hudi table: no ``.hoodie/hoodie.properties``, no backup of it, no timeline."""
 
 
 class HudiTableMismatchError(HudiError):
