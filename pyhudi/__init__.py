@@ -34,6 +34,7 @@ from pyhudi.errors import (
     HudiSchemaError,
     HudiTableMismatchError,
     HudiTableNotFoundError,
+    HudiTablePropertiesError,
     HudiUnsupportedError,
     HudiWriteConflictError,
 )
@@ -203,7 +204,8 @@ __all__ = [
     "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiPartitionPathError", "HudiWriteConflictError",
     "HudiRestoreError",
     "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
-    "HudiUnsupportedError", "WriteResult", "archive", "clean", "cluster", "commit_stream", "compact",
-    "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore", "register", "rollback",
+    "HudiTablePropertiesError", "HudiUnsupportedError", "WriteResult", "archive", "clean", "cluster",
+    "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
+    "register", "rollback",
     "schedule_clustering", "schedule_compaction", "spark_session", "write", "write_stream",
 ]

@@ -21,7 +21,7 @@ class HudiUnsupportedError(HudiError, NotImplementedError):
 
 
 class HudiTableNotFoundError(HudiError, FileNotFoundError):
-    """The path holds no Hudi table (no ``.hoodie/hoodie.properties``)."""
+    """The path holds no Hudi table: no ``.hoodie/hoodie.properties``, no backup of it, no timeline."""
 
 
 class HudiTableMismatchError(HudiError):
@@ -43,6 +43,14 @@ class HudiPartitionPathError(HudiKeyError):
 
 class HudiCorruptFileError(HudiError):
     """A table file (timeline instant, properties, base file) cannot be parsed."""
+
+
+class HudiTablePropertiesError(HudiCorruptFileError):
+    """A table has a timeline but no readable ``.hoodie/hoodie.properties`` (missing, empty,
+    truncated, checksum mismatch) and no valid ``hoodie.properties.backup`` to fall back on.
+
+    Nothing reads or writes such a table: its type, keys and partitioning are unknown, and guessing
+    them from write options would corrupt it."""
 
 
 class HudiCommitError(HudiError):

@@ -28,7 +28,7 @@ from pyhudi.metadata.table import (
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
-from pyhudi.table.properties import load_table_config, store_table_config
+from pyhudi.table.properties import load_table_config, update_table_config
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
@@ -155,13 +155,9 @@ def _local_builder(storage: Storage, groups: int) -> Builder:
 
 
 def _set_partitions(storage: Storage, value: str | None) -> None:
-    props = dict(load_table_config(storage).props)
-    props.pop(METADATA_PARTITIONS_INFLIGHT, None)
-    if value is None:
-        props.pop(P.METADATA_PARTITIONS, None)
-    else:
-        props[P.METADATA_PARTITIONS] = value
-    store_table_config(storage, props)
+    """Declare the usable metadata partitions (None: none) in hoodie.properties, with Hudi's backup
+    protocol."""
+    update_table_config(storage, {METADATA_PARTITIONS_INFLIGHT: None, P.METADATA_PARTITIONS: value})
 
 
 def initial_records(storage: Storage, timeline: Timeline, groups: Mapping[str, int], *,

@@ -2,20 +2,32 @@
 
 Both are written the way ``java.util.Properties.store`` writes them (two comment lines, escaped
 ``key=value`` lines) because Java readers parse them with that class; ``hoodie.table.checksum``
-(CRC32 of ``database.table``) lets Java detect a damaged properties file.
+(CRC32 of ``database.table``, written last) lets readers detect a damaged or truncated file.
+
+A table's config is only ever read whole and checked: a missing, empty, truncated or unparsable
+``hoodie.properties`` with no valid ``hoodie.properties.backup`` is a
+:class:`~pyhudi.errors.HudiTablePropertiesError`, never a guess. Updates follow Hudi's backup
+protocol (:func:`update_table_config`), and writers finish an interrupted one under the table lock
+(:func:`recover_table_config`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyhudi.errors import HudiCorruptFileError
+from pyhudi.errors import HudiTablePropertiesError
 from pyhudi.storage import Storage
 
+log = logging.getLogger("pyhudi")
+
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
+#: the previous config while an update of ``hoodie.properties`` is under way (or was interrupted)
+BACKUP_FILE = ".hoodie/hoodie.properties.backup"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 
 NAME = "hoodie.table.name"
@@ -39,6 +51,12 @@ TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
+
+#: the table version from which every Hudi table config carries ``hoodie.table.checksum``
+CHECKSUM_SINCE_VERSION = 4
+#: rounds of reading the config and its backup, and the pause between them (Hudi: 5 rounds, 1 s)
+READ_ATTEMPTS = 3
+READ_PAUSE_S = 0.2
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
@@ -236,25 +254,165 @@ class TableConfig:
         return bool(self.partition_fields)
 
 
-def load_table_config(storage: Storage) -> TableConfig:
-    try:
-        text = storage.read_bytes(PROPERTIES_FILE).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HudiCorruptFileError(f"{storage.full(PROPERTIES_FILE)} is not UTF-8 text: {exc}") from None
-    props = parse_properties(text)
+def config_problem(props: Mapping[str, str]) -> str:
+    """What makes parsed properties unusable as a table config ("" when they are usable).
+
+    Hudi writes ``hoodie.table.checksum`` last, so a file cut short lacks it or has part of it;
+    tables of version 4 and later always have one (Hudi 0.11 added it and its upgrade to version 4
+    writes it), so only an older table may go without."""
+    if not props:
+        return "is empty"
     if NAME not in props:
-        raise HudiCorruptFileError(
-            f"{storage.full(PROPERTIES_FILE)} has no {NAME}; the file is damaged "
-            "(restore it from hoodie.properties.backup if present)")
-    return TableConfig(props)
+        return f"has no {NAME}"
+    stored = props.get(CHECKSUM)
+    if stored is None:
+        version = props.get(VERSION, "").strip()
+        if version.isdigit() and int(version) < CHECKSUM_SINCE_VERSION:
+            return ""
+        return f"has no {CHECKSUM}, which Hudi writes last: the file is truncated"
+    expected = table_checksum(props)
+    if stored.strip() != expected:
+        return (f"has {CHECKSUM}={stored}, but {NAME} and {DATABASE} give {expected}: the file is damaged "
+                "or truncated")
+    return ""
+
+
+def _read_checked(storage: Storage, rel: str) -> tuple[dict[str, str] | None, bytes, str]:
+    """(properties, raw bytes, "") when ``rel`` holds a usable table config, else (None, raw
+    bytes, what is wrong)."""
+    try:
+        data = storage.read_bytes(rel)
+    except FileNotFoundError:
+        return None, b"", "does not exist"
+    except OSError as exc:
+        return None, b"", f"cannot be read ({exc})"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, data, "is not a text file"
+    props = parse_properties(text)
+    problem = config_problem(props)
+    return (None, data, problem) if problem else (props, data, "")
+
+
+def _unreadable(storage: Storage, problems: Mapping[str, str]) -> HudiTablePropertiesError:
+    main, backup = problems[PROPERTIES_FILE], problems[BACKUP_FILE]
+    text = f"{storage.full(PROPERTIES_FILE)} {main}"
+    if backup == "does not exist":
+        return HudiTablePropertiesError(
+            f"{text}, and there is no {BACKUP_FILE}: the table's type, keys and partitioning are unknown, so "
+            "pyhudi neither reads nor writes it. Restore .hoodie/hoodie.properties from a copy of the table "
+            "(or rewrite it with the table's original settings); a write does not re-create it from its options")
+    return HudiTablePropertiesError(
+        f"{text}, and {storage.full(BACKUP_FILE)} {backup}. Check whether either file can be repaired "
+        f"(the backup holds the settings before the last update of the table config), or restore "
+        ".hoodie/hoodie.properties from a copy of the table; pyhudi neither reads nor writes the table until then")
+
+
+def load_table_config(storage: Storage, *, attempts: int = READ_ATTEMPTS) -> TableConfig:
+    """The table config, from ``hoodie.properties`` or, when that is missing or damaged, from a
+    valid ``hoodie.properties.backup``.
+
+    Reading the backup is what Hudi's readers do (``ConfigUtils.fetchConfigs``): a writer updating
+    the config removes ``hoodie.properties`` after writing the backup and before writing the new
+    file, so the backup is the table's config until the update ends, and after a crash in between
+    until the next writer recovers it (:func:`recover_table_config`, under the table lock). Reading
+    does not change any file. Both missing or damaged: :class:`HudiTablePropertiesError`, after
+    ``attempts`` rounds, because another writer's update may be between two steps."""
+    problems: dict[str, str] = {}
+    for attempt in range(attempts):
+        for rel in (PROPERTIES_FILE, BACKUP_FILE):
+            props, _data, problems[rel] = _read_checked(storage, rel)
+            if props is not None:
+                if rel == BACKUP_FILE:
+                    log.warning("%s %s; reading the table config from %s (the next write restores it)",
+                                storage.full(PROPERTIES_FILE), problems[PROPERTIES_FILE], BACKUP_FILE)
+                return TableConfig(props)
+        if attempt + 1 < attempts:
+            time.sleep(READ_PAUSE_S)
+    raise _unreadable(storage, problems)
+
+
+def recover_table_config(storage: Storage) -> bool:
+    """Finish what an interrupted config update left, as Hudi's ``recoverIfNeeded`` does; call it
+    holding the table lock. True when ``hoodie.properties`` was restored from the backup.
+
+    * ``hoodie.properties`` valid: a leftover backup is deleted (the update it belonged to wrote
+      the new file; Hudi deletes it too).
+    * ``hoodie.properties`` missing or damaged and the backup valid: the backup's bytes become
+      ``hoodie.properties``, checked, then the backup is deleted.
+    * Neither valid: nothing is changed and nothing deleted (Hudi deletes both; pyhudi keeps them
+      for the user to repair) and :class:`HudiTablePropertiesError` says so. No backup and no
+      ``hoodie.properties`` at all (a new table) is not an error."""
+    current, _data, _problem = _read_checked(storage, PROPERTIES_FILE)
+    if current is not None:
+        if storage.exists(BACKUP_FILE):
+            storage.delete(BACKUP_FILE)
+        return False
+    if not storage.exists(BACKUP_FILE):
+        return False
+    backup, data, _problem = _read_checked(storage, BACKUP_FILE)
+    if backup is None:
+        raise load_error(storage)
+    storage.write_bytes(PROPERTIES_FILE, data)
+    restored, _data, problem = _read_checked(storage, PROPERTIES_FILE)
+    if restored != backup:
+        raise HudiTablePropertiesError(
+            f"restoring {storage.full(PROPERTIES_FILE)} from {BACKUP_FILE} failed (the copy {problem or 'differs'}); "
+            f"{BACKUP_FILE} is kept: run again, or copy it to hoodie.properties by hand")
+    storage.delete(BACKUP_FILE)
+    log.warning("restored %s from %s (an update of the table config was interrupted)",
+                storage.full(PROPERTIES_FILE), BACKUP_FILE)
+    return True
+
+
+def load_error(storage: Storage) -> HudiTablePropertiesError:
+    """The error describing why neither ``hoodie.properties`` nor its backup can be used."""
+    return _unreadable(storage, {rel: _read_checked(storage, rel)[2] for rel in (PROPERTIES_FILE, BACKUP_FILE)})
 
 
 def store_table_config(storage: Storage, props: Mapping[str, str]) -> TableConfig:
-    """Write hoodie.properties atomically, checksum last, as Java does."""
+    """Write hoodie.properties in one go, checksum last, as Java does: for a new table only
+    (:func:`update_table_config` changes an existing one)."""
     ordered = {k: str(v) for k, v in props.items() if k != CHECKSUM}
     ordered[CHECKSUM] = table_checksum(ordered)
     storage.write_bytes(PROPERTIES_FILE, format_properties(ordered).encode("utf-8"))
     return TableConfig(ordered)
+
+
+def update_table_config(storage: Storage, changes: Mapping[str, str | None]) -> TableConfig:
+    """Change properties of an existing table (None: remove the key), holding the table lock, in
+    the steps of Hudi's ``HoodieTableConfig.modify``, so that a reader or a crash at any point
+    finds a valid config:
+
+    1. recover from an earlier interrupted update (:func:`recover_table_config`);
+    2. copy the current ``hoodie.properties`` to ``hoodie.properties.backup`` (a new file: an
+       existing one means another update is under way);
+    3. delete ``hoodie.properties`` (readers use the backup from now on);
+    4. write the new ``hoodie.properties`` and read it back: a checksum that does not match
+       deletes it again and fails, leaving the backup as the config;
+    5. delete the backup."""
+    recover_table_config(storage)
+    current, data, _problem = _read_checked(storage, PROPERTIES_FILE)
+    if current is None:
+        raise load_error(storage)
+    props = dict(current)
+    for key, value in changes.items():
+        if value is None:
+            props.pop(key, None)
+        else:
+            props[key] = value
+    storage.create_new(BACKUP_FILE, data)
+    storage.delete(PROPERTIES_FILE)
+    updated = store_table_config(storage, props)
+    written, _data, problem = _read_checked(storage, PROPERTIES_FILE)
+    if written is None or written.get(CHECKSUM) != updated.props[CHECKSUM]:
+        storage.delete(PROPERTIES_FILE)
+        raise HudiTablePropertiesError(
+            f"the new {storage.full(PROPERTIES_FILE)} {problem or 'has another checksum'} after writing it; it was "
+            f"deleted and {BACKUP_FILE} holds the config until the next write restores it. Run again")
+    storage.delete(BACKUP_FILE)
+    return updated
 
 
 def partition_depth(partition_path: str) -> int:

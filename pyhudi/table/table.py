@@ -14,14 +14,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError
+from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
 from pyhudi.io.base_file import read_footer
 from pyhudi.metadata.files import FileListing
 from pyhudi.storage import Storage
 from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
-from pyhudi.table.properties import TableConfig, load_table_config, store_table_config
-from pyhudi.timeline.instant import Instant
+from pyhudi.table.properties import TableConfig, load_table_config, store_table_config, update_table_config
+from pyhudi.timeline.instant import Instant, parse_instant_file
 from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
@@ -44,12 +44,32 @@ class CommitSummary:
         return sum(1 for s in self.metadata.write_stats() if s.prevCommit not in ("null", None, ""))
 
 
+def has_timeline(storage: Storage) -> bool:
+    """Whether ``.hoodie`` holds instants: active ones (in either timeline layout) or archived ones.
+
+    Such a folder is a table whatever happened to its ``hoodie.properties``; only a folder without
+    any may be set up as a new table."""
+    for folder in (META_FOLDER, f"{META_FOLDER}/timeline"):
+        if any(parse_instant_file(info.name) is not None for info in storage.list_files(folder)):
+            return True
+    return any(storage.list_files(folder) for folder in (f"{META_FOLDER}/archived", f"{META_FOLDER}/timeline/history"))
+
+
+def table_exists(storage: Storage) -> bool:
+    """Whether the storage holds a table: a config, its backup, or a timeline."""
+    return (storage.exists(P.PROPERTIES_FILE) or storage.exists(P.BACKUP_FILE)) or has_timeline(storage)
+
+
 class HudiTable:
-    """An existing Hudi table at ``path`` (a local path or a URI pyarrow understands)."""
+    """An existing Hudi table at ``path`` (a local path or a URI pyarrow understands).
+
+    A path with a timeline but no usable ``hoodie.properties`` (nor backup) is a
+    :class:`~pyhudi.errors.HudiTablePropertiesError`, not "no table": writing there as if it were
+    new would replace the table's settings with the writer's options."""
 
     def __init__(self, path: str) -> None:
         self.storage = Storage(path)
-        if not self.storage.exists(P.PROPERTIES_FILE):
+        if not table_exists(self.storage):
             raise HudiTableNotFoundError(
                 f"{path} is not a Hudi table: {self.storage.full(P.PROPERTIES_FILE)} does not exist "
                 "(write to it with pyhudi.write first, or check the path)")
@@ -79,12 +99,18 @@ class HudiTable:
 
     @staticmethod
     def exists(path: str) -> bool:
-        return Storage(path).exists(P.PROPERTIES_FILE)
+        """Whether ``path`` holds a table (readable or not: opening it tells)."""
+        return table_exists(Storage(path))
 
     @classmethod
     def create(cls, path: str, props: Mapping[str, str]) -> HudiTable:
-        """Lay out a new table: the meta folder, its sub-folders and ``hoodie.properties``."""
+        """Lay out a new table: the meta folder, its sub-folders and ``hoodie.properties``; only
+        where there is no table yet (no config, backup or timeline)."""
         storage = Storage(path)
+        if table_exists(storage):
+            raise HudiTablePropertiesError(
+                f"{path} holds a table already ({P.PROPERTIES_FILE}, its backup or a timeline): not creating "
+                "one over it; open it with HudiTable, or pick another path")
         for folder in ("", "/.aux", "/.aux/.bootstrap/.partitions", "/.aux/.bootstrap/.fileids",
                        "/.schema", "/.temp", "/archived"):
             storage.mkdirs(META_FOLDER + folder)
@@ -97,13 +123,10 @@ class HudiTable:
         return self
 
     def update_properties(self, changes: Mapping[str, str | None]) -> None:
-        props = dict(self.config.props)
-        for k, v in changes.items():
-            if v is None:
-                props.pop(k, None)
-            else:
-                props[k] = v
-        self.config = store_table_config(self.storage, props)
+        """Set (None: remove) table properties, holding the table lock, with Hudi's backup protocol
+        (:func:`~pyhudi.table.properties.update_table_config`); changes apply to the config as
+        stored, not as this handle last read it."""
+        self.config = update_table_config(self.storage, changes)
 
     # -- views ---------------------------------------------------------------------------------
     def file_system_view(self, *, as_of: str | None = None, partitions: list[str] | None = None,

@@ -17,7 +17,10 @@ Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
 :class:`TableLock` adds what every provider needs: re-entry by the thread that holds it (a write
 start that rolls back a failed write takes the lock once), and Hudi's client retries
 (``hoodie.write.lock.client.num_retries`` attempts, ``...client.wait_time_ms_between_retry``
-apart, each waiting up to ``hoodie.write.lock.wait_time_ms``).
+apart, each waiting up to ``hoodie.write.lock.wait_time_ms``). Taking the lock also finishes an
+interrupted update of ``hoodie.properties`` (:func:`~pyhudi.table.properties.recover_table_config`),
+as Hudi's writers do before they change the config, so every writer and table service works on a
+restored config.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
 from pyhudi.storage import Storage
+from pyhudi.table.properties import recover_table_config
 
 log = logging.getLogger("pyhudi")
 
@@ -268,9 +272,9 @@ class TableLock:
     """The lock of one table for one writer: re-entrant per thread, with Hudi's client retries."""
 
     def __init__(self, table_path: str, cfg: HudiConfig) -> None:
-        storage = Storage(table_path)
+        self.storage = Storage(table_path)
         self.cfg = cfg
-        self.provider = provider_class(cfg.get(C.LOCK_PROVIDER), storage)(table_path, cfg.raw)
+        self.provider = provider_class(cfg.get(C.LOCK_PROVIDER), self.storage)(table_path, cfg.raw)
 
     def acquire(self) -> None:
         key, me = self.provider.key, threading.get_ident()
@@ -286,6 +290,11 @@ class TableLock:
             if self.provider.try_lock(wait_s):
                 with _HELD_GUARD:
                     _HELD[key] = (me, 1, self.provider)
+                try:
+                    recover_table_config(self.storage)
+                except BaseException:
+                    self.release()
+                    raise
                 return
             if attempt < retries:
                 time.sleep(pause_s)
