@@ -202,7 +202,8 @@ __all__ = [
     "HudiConcurrentWriteError", "HudiConfigError", "HudiCorruptFileError", "HudiError", "HudiFileExistsError",
     "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiWriteConflictError", "HudiRestoreError",
     "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
-    "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive", "clean", "cluster", "commit_stream", "compact",
+    "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive", "clean", "cluster",
+    "commit_stream", "compact",
     "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore", "register", "rollback",
     "schedule_clustering", "schedule_compaction", "spark_session", "write", "write_stream",
 ]
