@@ -248,6 +248,7 @@ class HudiConfig:
     def of(cls, options: Mapping[str, Any] | None, *, warn_unknown: bool = True) -> HudiConfig:
         resolved: dict[str, Any] = {}
         refused: list[str] = []
+        given_as: dict[str, str] = {}  # the spelling the user gave, named in errors
         for key, value in (options or {}).items():
             canon = canonical_key(str(key))
             if canon not in REGISTRY and warn_unknown:
@@ -260,14 +261,20 @@ class HudiConfig:
             if canon in resolved and resolved[canon] != value and canon != key:
                 continue  # the canonical spelling given alongside an alias wins
             resolved[canon] = value
+            given_as[canon] = str(key)
         if refused:
             raise HudiUnsupportedOptionError("; ".join(refused))
-        for derive in DERIVED:
-            derive(resolved)
         config = cls(resolved)
         for key in resolved:  # parse eagerly so a bad value fails before any work starts
             if key in REGISTRY:
-                config.get(REGISTRY[key])
+                try:
+                    config.get(REGISTRY[key])
+                except HudiConfigError as exc:
+                    if given_as.get(key, key) == key:
+                        raise
+                    raise type(exc)(f"{exc} (given as {given_as[key]})") from None
+        for derive in DERIVED:
+            derive(resolved)
         return config
 
     def is_set(self, opt: ConfigOption[Any]) -> bool:
