@@ -98,13 +98,15 @@ def test_defaults_of_unimplemented_features_and_engine_tuning_are_accepted():
     assert cfg.get(C.CDC_ENABLED) is False and cfg.get(C.BASE_FILE_FORMAT) == "PARQUET"
 
 
-def test_a_key_no_hudi_release_has_only_warns():
-    for typo, close in (("hoodie.parquet.max.filesize", "hoodie.parquet.max.file.size"),
+def test_a_key_no_hudi_release_has_only_warns_where_a_hudi_key_fails():
+    for typo, close in (("hoodie.table.cdc.enable", "hoodie.table.cdc.enabled"),
                         ("hoodie.datasource.write.recordkey.fields", "hoodie.datasource.write.recordkey.field")):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             HudiConfig.of({typo: "1"})
         assert any(f"unknown option {typo}; did you mean {close}?" in str(w.message) for w in caught)
+    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="hoodie.table.cdc.enabled"):
+        HudiConfig.of({"hoodie.table.cdc.enabled": "1"})
 
 
 def test_a_merge_mode_stands_for_its_payload_and_must_agree_with_one_given():
