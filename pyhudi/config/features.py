@@ -26,10 +26,9 @@ from pyhudi.config.registry import (
     option,
     parse_str,
 )
-from pyhudi.config.table import DEFAULT_PAYLOAD, PAYLOAD_CLASS
+from pyhudi.config.table import PAYLOAD_CLASS
 from pyhudi.errors import HudiConfigError
-
-OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+from pyhudi.table.properties import PAYLOAD_OF_MERGE_MODE
 
 # ---------------------------------------------------------------------------------------------
 # Options of which pyhudi implements Hudi's default only
@@ -67,15 +66,13 @@ RECORD_MERGE_MODE = option(
     only("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", hudi_accepts="CUSTOM (a record merger class)"),
     aliases=("hoodie.record.merge.mode",))
 
-_PAYLOAD_OF_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
-
 
 def _merge_mode_sets_payload(resolved: dict[str, Any]) -> None:
     """A merge mode stands for the payload class of the same semantics (as Hudi 1.x maps them for
     table version 6); given with a payload class of other semantics it is an error, not a choice."""
     if resolved.get(RECORD_MERGE_MODE.key) is None:
         return
-    payload = _PAYLOAD_OF_MODE[RECORD_MERGE_MODE.parse(resolved[RECORD_MERGE_MODE.key])]
+    payload = PAYLOAD_OF_MERGE_MODE[RECORD_MERGE_MODE.parse(resolved[RECORD_MERGE_MODE.key])]
     given = resolved.get(PAYLOAD_CLASS.key)
     if given is not None and PAYLOAD_CLASS.parse(given) != payload:
         raise HudiConfigError(
