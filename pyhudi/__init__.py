@@ -36,6 +36,7 @@ from pyhudi.errors import (
     HudiTableNotFoundError,
     HudiTablePropertiesError,
     HudiUnsupportedError,
+    HudiUnsupportedOptionError,
     HudiWriteConflictError,
 )
 from pyhudi.table.table import HudiTable
@@ -204,8 +205,8 @@ __all__ = [
     "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiPartitionPathError", "HudiWriteConflictError",
     "HudiRestoreError",
     "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
-    "HudiTablePropertiesError", "HudiUnsupportedError", "WriteResult", "archive", "clean", "cluster",
-    "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read", "restore",
-    "register", "rollback",
+    "HudiTablePropertiesError", "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive",
+    "clean", "cluster", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read",
+    "restore", "register", "rollback",
     "schedule_clustering", "schedule_compaction", "spark_session", "write", "write_stream",
 ]

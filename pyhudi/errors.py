@@ -20,6 +20,12 @@ class HudiUnsupportedError(HudiError, NotImplementedError):
     """A valid Hudi feature or option value that pyhudi does not implement yet."""
 
 
+class HudiUnsupportedOptionError(HudiUnsupportedError, HudiConfigError):
+    """An Apache Hudi option, or a value of one, that pyhudi does not implement: it is refused
+    before anything is written rather than ignored, so no table lacks what its options asked for.
+    Both ``except HudiUnsupportedError`` and ``except HudiConfigError`` catch it."""
+
+
 class HudiTableNotFoundError(HudiError, FileNotFoundError):
     """The path holds no Hudi table: no ``.hoodie/hoodie.properties``, no backup of it, no timeline."""
 

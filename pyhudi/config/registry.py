@@ -6,22 +6,34 @@ accepts (older keys and the short forms of Hudi's Spark SQL such as ``primaryKey
 that turns the user's value into a typed one or fails with a :class:`HudiConfigError` naming the key.
 
 :class:`HudiConfig` is the resolved view of one call's options: aliases folded to canonical keys,
-unknown ``hoodie.*`` keys reported with the closest known key, values parsed on first access.
+Apache Hudi options pyhudi does not implement refused, keys that are no Hudi option at all (typos)
+reported with the closest known key, values parsed eagerly.
+
+Which keys are Apache Hudi's is read from ``hudi_keys.txt`` beside this module (the key names of
+Hudi 1.x, how they were gathered is noted in the file): without it a ``hoodie.table.cdc.enabled``
+could only be warned about as unknown, and the write would go on without change data.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, Generic, TypeVar
 
-from pyhudi.errors import HudiConfigError
+from pyhudi.errors import HudiConfigError, HudiUnsupportedOptionError
 
 T = TypeVar("T")
 
 MB = 1024 * 1024
+
+
+class Unimplemented(ValueError):
+    """Raised by a parser for a value Apache Hudi accepts but pyhudi does not implement; the option
+    then fails with :class:`HudiUnsupportedOptionError` rather than a plain invalid-value error."""
 
 
 def parse_bool(value: Any) -> bool:
@@ -102,6 +114,36 @@ def class_choice(what: str, known: tuple[str, ...]) -> Callable[[Any], str]:
     return parse
 
 
+def only(*implemented: str, hudi_accepts: str) -> Callable[[Any], str]:
+    """A parser for an option of which pyhudi implements some of the values Hudi accepts.
+
+    ``implemented`` values pass (case-insensitive, returned as listed); any other value is refused
+    naming what pyhudi implements, ``hudi_accepts`` saying what else Hudi would take, so the user
+    sees the value is valid Hudi but needs Hudi's own writer.
+    """
+    by_upper = {v.upper(): v for v in implemented}
+
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        if text.upper() in by_upper:
+            return by_upper[text.upper()]
+        raise Unimplemented(f"pyhudi implements only {' or '.join(implemented)}, not {text!r} "
+                            f"(Apache Hudi also accepts {hudi_accepts})")
+
+    return parse
+
+
+def only_false(*, hudi_does: str) -> Callable[[Any], bool]:
+    """A parser for a Hudi switch whose feature pyhudi does not implement: false passes, true is
+    refused saying what Hudi would do with it (``hudi_does``)."""
+    def parse(value: Any) -> bool:
+        if parse_bool(value):
+            raise Unimplemented(f"pyhudi implements only false, not {value!r} (with true Apache Hudi {hudi_does})")
+        return False
+
+    return parse
+
+
 @dataclass(frozen=True)
 class ConfigOption(Generic[T]):
     """One option: canonical key, default (``None`` = unset), doc, aliases, parser."""
@@ -115,6 +157,9 @@ class ConfigOption(Generic[T]):
     def parse(self, value: Any) -> T:
         try:
             return self.parser(value)
+        except Unimplemented as exc:
+            raise HudiUnsupportedOptionError(f"{self.key}={value}: {exc}; remove the option or set a value "
+                                             "pyhudi implements") from None
         except (TypeError, ValueError) as exc:
             raise HudiConfigError(f"invalid value for {self.key}: {exc}") from None
 
@@ -156,14 +201,45 @@ def canonical_key(key: str) -> str:
 
 _BY_LOWER: dict[str, str] = {}
 
+#: Apache Hudi option keys pyhudi does not implement and why, named in the error (see :func:`unimplemented`).
+UNIMPLEMENTED_WHY: dict[str, str] = {}
+
+
+#: Steps that complete one call's resolved options from others (one Hudi option standing for a
+#: setting of another, e.g. a record merge mode for a payload class); each may raise HudiConfigError.
+DERIVED: list[Callable[[dict[str, Any]], None]] = []
+
+
+@functools.cache
+def hudi_keys() -> frozenset[str]:
+    """Apache Hudi's option keys, lower-cased (Spark lower-cases data source options)."""
+    text = resources.files("pyhudi.config").joinpath("hudi_keys.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip().lower() for line in text.splitlines()
+                     if line.strip() and not line.startswith("#"))
+
+
+def is_hudi_key(key: str) -> bool:
+    """Whether ``key`` is one of Apache Hudi's option keys (in any case)."""
+    return key.lower() in hudi_keys()
+
+
+def unimplemented(key: str, value: Any) -> str:
+    """The message for a Hudi option pyhudi does not implement."""
+    why = UNIMPLEMENTED_WHY.get(key.lower(), "")
+    return (f"pyhudi does not implement {key} (an Apache Hudi option){': ' + why if why else ''}; "
+            f"remove it from the options (given: {key}={value}), or use Apache Hudi's own Spark bundle")
+
 
 @dataclass
 class HudiConfig:
     """One call's options, resolved against the registry.
 
-    Unknown ``hoodie.*`` keys produce a warning naming the closest known key (users mistype long
-    keys; silently ignoring them hides the mistake). Keys outside ``hoodie.*`` (``path``, Spark
-    options) are kept and ignored.
+    An Apache Hudi key pyhudi does not implement is an error (:class:`HudiUnsupportedOptionError`):
+    going on without it would give a table or a result without what the option asked for. Other
+    unknown ``hoodie.*`` keys, which no Hudi release has, produce a warning naming the closest known
+    key (users mistype long keys; silently ignoring them hides the mistake). Keys outside
+    ``hoodie.*`` (``path``, Spark options) are kept and ignored. ``warn_unknown=False`` checks no
+    key: for options recorded by earlier writes, which are read, not acted on.
     """
 
     raw: dict[str, Any] = field(default_factory=dict)
@@ -171,19 +247,34 @@ class HudiConfig:
     @classmethod
     def of(cls, options: Mapping[str, Any] | None, *, warn_unknown: bool = True) -> HudiConfig:
         resolved: dict[str, Any] = {}
+        refused: list[str] = []
+        given_as: dict[str, str] = {}  # the spelling the user gave, named in errors
         for key, value in (options or {}).items():
             canon = canonical_key(str(key))
-            if canon not in REGISTRY and canon.startswith("hoodie.") and warn_unknown:
-                close = difflib.get_close_matches(canon, list(REGISTRY), n=1, cutoff=0.6)
-                hint = f"; did you mean {close[0]}?" if close else ""
-                warnings.warn(f"unknown option {key}{hint}", UserWarning, stacklevel=3)
+            if canon not in REGISTRY and warn_unknown:
+                if is_hudi_key(canon):
+                    refused.append(unimplemented(str(key), value))
+                elif canon.lower().startswith("hoodie."):
+                    close = difflib.get_close_matches(canon, list(REGISTRY), n=1, cutoff=0.6)
+                    hint = f"; did you mean {close[0]}?" if close else ""
+                    warnings.warn(f"unknown option {key}{hint}", UserWarning, stacklevel=3)
             if canon in resolved and resolved[canon] != value and canon != key:
                 continue  # the canonical spelling given alongside an alias wins
             resolved[canon] = value
+            given_as[canon] = str(key)
+        if refused:
+            raise HudiUnsupportedOptionError("; ".join(refused))
         config = cls(resolved)
         for key in resolved:  # parse eagerly so a bad value fails before any work starts
             if key in REGISTRY:
-                config.get(REGISTRY[key])
+                try:
+                    config.get(REGISTRY[key])
+                except HudiConfigError as exc:
+                    if given_as.get(key, key) == key:
+                        raise
+                    raise type(exc)(f"{exc} (given as {given_as[key]})") from None
+        for derive in DERIVED:
+            derive(resolved)
         return config
 
     def is_set(self, opt: ConfigOption[Any]) -> bool:

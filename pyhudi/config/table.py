@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyhudi.config.registry import choice, option, parse_bool, parse_fields, parse_float, parse_positive_int
+from pyhudi.config.registry import (
+    Unimplemented,
+    choice,
+    only_false,
+    option,
+    parse_bool,
+    parse_fields,
+    parse_float,
+    parse_positive_int,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Table identity and layout (also persisted in hoodie.properties)
@@ -59,7 +68,9 @@ PARTITIONPATH_URLENCODE = option(
     "Escape partition values Hive-style (%XX) before building the path.", parse_bool)
 DROP_PARTITION_COLUMNS = option(
     "hoodie.datasource.write.drop.partition.columns", False,
-    "Drop partition columns from data files (not supported by pyhudi: readers need them).", parse_bool)
+    "Drop partition columns from data files: not implemented (pyhudi's readers take partition values from "
+    "the files), so only false is accepted.",
+    only_false(hudi_does="leaves partition columns out of data files"))
 POPULATE_META_FIELDS = option(
     "hoodie.populate.meta.fields", True,
     "Fill _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key and _hoodie_partition_path.",
@@ -172,6 +183,6 @@ def _parse_payload(value: Any) -> str:
         "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
     }
     if text not in known:
-        raise ValueError(
-            f"payload class {text!r} is not supported; use one of {', '.join(sorted(known))}")
+        raise Unimplemented(
+            f"payload class {text!r} is not implemented; use one of {', '.join(sorted(known))}")
     return text

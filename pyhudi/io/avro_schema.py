@@ -10,9 +10,13 @@ records after their field and decimal fixed types ``fixed``: we produce the same
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+
+from pyhudi.errors import HudiSchemaError
 
 META_FIELDS = (
     "_hoodie_commit_time",
@@ -84,8 +88,38 @@ def record_schema(fields: list[pa.Field], name: str, namespace: str) -> dict[str
     return {"type": "record", "name": name, "namespace": namespace, "fields": out}
 
 
+#: An Avro name (record field names included): Java's Avro refuses any other when it parses a schema.
+AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def invalid_avro_names(fields: Iterable[pa.Field], prefix: str = "") -> list[str]:
+    """Paths (``a.b`` for nested fields) of the fields, at any depth, whose names Avro cannot hold."""
+    bad: list[str] = []
+    for f in fields:
+        path = f"{prefix}{f.name}"
+        if not AVRO_NAME.fullmatch(f.name):
+            bad.append(path)
+        dtype = f.type
+        while pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_map(dtype):
+            dtype = dtype.item_type if pa.types.is_map(dtype) else dtype.value_type
+        if pa.types.is_struct(dtype):
+            bad.extend(invalid_avro_names(list(dtype), f"{path}."))
+    return bad
+
+
 def table_avro_schema(schema: pa.Schema, table_name: str, *, with_meta_fields: bool = False) -> str:
-    """Avro schema JSON of a table's data columns (optionally with the five meta fields first)."""
+    """Avro schema JSON of a table's data columns (optionally with the five meta fields first).
+
+    Column names must be Avro names, as Hudi requires when it converts a Spark schema: a table
+    schema Java's Avro cannot parse would make the table unreadable to Hudi, so such a name is a
+    :class:`HudiSchemaError` naming the column (nested fields as ``a.b``) before any file is written.
+    """
+    bad = invalid_avro_names(schema)
+    if bad:
+        raise HudiSchemaError(
+            f"column name(s) {', '.join(repr(b) for b in bad)} are not valid Avro names (letters, digits and _, "
+            "not starting with a digit), which Hudi's table schema requires; rename them before writing, e.g. "
+            "with DataFrame.withColumnRenamed")
     data_fields = [f for f in schema if f.name not in META_FIELDS]
     record = record_schema(data_fields, f"{table_name}_record", f"hoodie.{table_name}")
     if with_meta_fields:

@@ -37,6 +37,12 @@ class LogFileName:
     extension: str
     version: int
     write_token: str | None
+    #: a change data file (``.cdc`` suffix) of a CDC-enabled table: not records of the file slice
+    cdc: bool = False
+
+
+#: Base file formats of Apache Hudi that pyhudi does not read (their extensions in file names).
+UNREAD_BASE_FORMATS = {"orc": "ORC", "hfile": "HFILE", "lance": "LANCE"}
 
 
 def parse_base_file(name: str) -> BaseFileName | None:
@@ -50,7 +56,7 @@ def parse_log_file(name: str) -> LogFileName | None:
     m = _LOG.match(name)
     if not m:
         return None
-    return LogFileName(m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5))
+    return LogFileName(m.group(1), m.group(2), m.group(3), int(m.group(4)), m.group(5), m.group(9) is not None)
 
 
 class _LogName(Protocol):

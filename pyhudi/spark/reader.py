@@ -68,6 +68,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
     Time travel and incremental pulls are checked against what the cleaner removed first: a query
     that would miss files fails with :class:`HudiRetentionError` instead of returning partial data.
     """
+    table.config.check_data_table()
     query = cfg.get(C.QUERY_TYPE)
     if query == "incremental":
         plan = plan_incremental(table, cfg.get(C.BEGIN_INSTANT), cfg.get(C.END_INSTANT),
@@ -109,6 +110,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     """
     cfg = HudiConfig.of(options)
     table = HudiTable(path)
+    table.config.check_data_table()
     schema = spark_schema(spark, table)
     predicate: Predicate | None = None
     partitions = None

@@ -189,6 +189,11 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         if table.config.version not in (5, 6):
             raise HudiUnsupportedError(
                 f"{path} is a table of version {table.config.version}; pyhudi writes table version 6 only")
+        table.config.check_data_table()
+        if str(table.properties.get(P.CDC_ENABLED, "false")).strip().lower() == "true":
+            raise HudiUnsupportedError(
+                f"{path} has {P.CDC_ENABLED}=true: its writes must also write change data files, which pyhudi "
+                "does not implement (it reads such a table's snapshot); write with Apache Hudi's own Spark bundle")
         check_table_config(cfg, table)
         cfg = cfg.with_defaults(options_from_table(table))
     elif not cfg.get(C.TABLE_NAME):

@@ -15,8 +15,8 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pyhudi.errors import HudiInstantNotFoundError
-from pyhudi.io.file_names import BASE_FILE_PATTERN, log_order, parse_base_file, parse_log_file
+from pyhudi.errors import HudiInstantNotFoundError, HudiUnsupportedError
+from pyhudi.io.file_names import BASE_FILE_PATTERN, UNREAD_BASE_FORMATS, log_order, parse_base_file, parse_log_file
 from pyhudi.metadata.files import NON_PARTITIONED_KEY, FileListing
 from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
@@ -167,7 +167,14 @@ class FileSystemView:
         bases: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
         for name, size in infos:
-            parsed = BASE_FILE_PATTERN.match(name) if name.endswith(".parquet") else None
+            parsed = BASE_FILE_PATTERN.match(name)
+            if parsed is not None and parsed.group(4) != "parquet":
+                fmt = UNREAD_BASE_FORMATS.get(parsed.group(4).lower())
+                if fmt is not None:  # a base file pyhudi cannot read: skipping it would lose its records
+                    raise HudiUnsupportedError(
+                        f"{self.storage.full(posixpath.join(partition, name))} is a {fmt} base file; pyhudi reads "
+                        f"PARQUET base files only, not {fmt}: use Apache Hudi's own Spark bundle for this table")
+                parsed = None
             if parsed is not None:  # file id, write token, instant time
                 fid, token, instant = parsed.group(1, 2, 3)
                 if self._hidden(partition, fid) or not self.is_committed(instant):
@@ -175,7 +182,7 @@ class FileSystemView:
                 bases.setdefault(fid, []).append(BaseFile(partition, fid, instant, token, name, size))
                 continue
             lg = parse_log_file(name)
-            if lg is not None and lg.extension == "log" and not self._hidden(partition, lg.file_id):
+            if lg is not None and lg.extension == "log" and not lg.cdc and not self._hidden(partition, lg.file_id):
                 logs.setdefault(lg.file_id, []).append(LogFile(
                     partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, name, size))
         groups = self._by_partition.setdefault(partition, {})

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyhudi.errors import HudiTablePropertiesError
+from pyhudi.errors import HudiTablePropertiesError, HudiUnsupportedError
 from pyhudi.storage import Storage
 
 log = logging.getLogger("pyhudi")
@@ -51,6 +51,16 @@ TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
+MERGE_MODE = "hoodie.record.merge.mode"
+CDC_ENABLED = "hoodie.table.cdc.enabled"
+MULTIPLE_BASE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
+
+#: Newest table version of Apache Hudi (1.1); a table claiming a later one has a format pyhudi cannot know.
+HIGHEST_TABLE_VERSION = 9
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+#: The payload class whose semantics a table's record merge mode (table version 8 on) names.
+PAYLOAD_OF_MERGE_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
 
 #: the table version from which every Hudi table config carries ``hoodie.table.checksum``
 CHECKSUM_SINCE_VERSION = 4
@@ -243,7 +253,35 @@ class TableConfig:
 
     @property
     def payload_class(self) -> str | None:
-        return self.props.get(PAYLOAD_CLASS)
+        """The payload class whose merge semantics records of this data table follow.
+
+        Tables of version 8 on name a record merge mode instead (COMMIT_TIME_ORDERING is
+        OverwriteWithLatestAvroPayload, EVENT_TIME_ORDERING DefaultHoodieRecordPayload). Any other
+        payload or mode is an error: merging its records by one of the two would be silently wrong.
+        """
+        mode = self.props.get(MERGE_MODE, "").strip().upper()
+        payload = PAYLOAD_OF_MERGE_MODE.get(mode) if mode else self.props.get(PAYLOAD_CLASS)
+        if (mode and payload is None) or payload not in (None, OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
+            what = f"{MERGE_MODE}={mode}" if mode else f"{PAYLOAD_CLASS}={payload}"
+            raise HudiUnsupportedError(
+                f"table {self.name} merges records with {what}, which pyhudi does not implement (it implements "
+                "OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload, the merge modes "
+                "COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING); use Apache Hudi's own Spark bundle for this table")
+        return payload
+
+    def check_data_table(self) -> None:
+        """Fail, naming the feature, when this data table has files pyhudi cannot read right: base
+        files of another format than parquet, or data files without their partition columns."""
+        fmt = self.base_file_format
+        if fmt != "PARQUET":
+            raise HudiUnsupportedError(
+                f"table {self.name} has {BASE_FILE_FORMAT}={fmt}: pyhudi reads and writes PARQUET base files "
+                f"only, not {fmt}; use Apache Hudi's own Spark bundle for this table")
+        if _flag(self.props.get(DROP_PARTITION_COLUMNS), False):
+            raise HudiUnsupportedError(
+                f"table {self.name} has {DROP_PARTITION_COLUMNS}=true (its data files lack the partition "
+                "columns), which pyhudi does not implement; use Apache Hudi's own Spark bundle for this table")
+        self.payload_class  # noqa: B018 -- raises for a merge pyhudi does not implement
 
     @property
     def metadata_partitions(self) -> tuple[str, ...]:
@@ -327,10 +365,21 @@ def load_table_config(storage: Storage, *, attempts: int = READ_ATTEMPTS) -> Tab
                 if rel == BACKUP_FILE:
                     log.warning("%s %s; reading the table config from %s (the next write restores it)",
                                 storage.full(PROPERTIES_FILE), problems[PROPERTIES_FILE], BACKUP_FILE)
-                return TableConfig(props)
+                return _known_version(storage, TableConfig(props))
         if attempt + 1 < attempts:
             time.sleep(READ_PAUSE_S)
     raise _unreadable(storage, problems)
+
+
+def _known_version(storage: Storage, config: TableConfig) -> TableConfig:
+    """``config``, unless it claims a table version pyhudi cannot know the format of."""
+    version = config.props.get(VERSION, "6").strip()
+    if not version.isdigit() or int(version) > HIGHEST_TABLE_VERSION:
+        raise HudiUnsupportedError(
+            f"{storage.full(PROPERTIES_FILE)} says {VERSION}={version}, a table version pyhudi does not know "
+            f"(it reads versions up to {HIGHEST_TABLE_VERSION} and writes 6); use the Apache Hudi release "
+            "that wrote the table")
+    return config
 
 
 def recover_table_config(storage: Storage) -> bool:

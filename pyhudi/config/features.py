@@ -1,0 +1,115 @@
+"""Apache Hudi options pyhudi implements in part, and the few it accepts without effect.
+
+pyhudi writes Hudi table version 6 with parquet base files and reads what that format holds. An
+option asking for more (a newer table version, another base file format, change data capture, a
+custom merge) is refused with :class:`~pyhudi.errors.HudiUnsupportedOptionError` naming the option,
+the value and what pyhudi implements; its default value is accepted, since it asks for nothing
+pyhudi lacks. Every other Hudi option pyhudi does not declare is refused by
+:meth:`~pyhudi.config.registry.HudiConfig.of` (its key is in ``hudi_keys.txt``).
+
+A handful of options only tune Apache Hudi's JVM engine (its timeline server, memory budgets,
+spill maps, Spark parallelism of its own stages): whatever their value, Hudi writes the same
+files, so pyhudi accepts them and does nothing with them. They are declared here, each with the
+reason it cannot change what is written or read; options that change the table or a result never
+belong on this list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyhudi.config.registry import (
+    DERIVED,
+    UNIMPLEMENTED_WHY,
+    only,
+    only_false,
+    option,
+    parse_str,
+)
+from pyhudi.config.table import PAYLOAD_CLASS
+from pyhudi.errors import HudiConfigError
+from pyhudi.table.properties import PAYLOAD_OF_MERGE_MODE
+
+# ---------------------------------------------------------------------------------------------
+# Options of which pyhudi implements Hudi's default only
+# ---------------------------------------------------------------------------------------------
+WRITE_TABLE_VERSION = option(
+    "hoodie.write.table.version", "6",
+    "Table version a write creates or keeps: pyhudi writes version 6 only (Hudi 1.x also writes 8 and 9).",
+    only("6", hudi_accepts="8 and 9"))
+BASE_FILE_FORMAT = option(
+    "hoodie.table.base.file.format", "PARQUET",
+    "Format of base files: pyhudi writes and reads PARQUET only.",
+    only("PARQUET", hudi_accepts="ORC, HFILE and LANCE"), aliases=("hoodie.table.ro.file.format",))
+CDC_ENABLED = option(
+    "hoodie.table.cdc.enabled", False,
+    "Change data capture: pyhudi writes no change data files, so only false is accepted.",
+    only_false(hudi_does="writes change data files for CDC queries"))
+SCHEMA_ON_READ = option(
+    "hoodie.schema.on.read.enable", False,
+    "Schema evolution on read (renames and type changes kept in .hoodie/.schema): not implemented, "
+    "so only false is accepted.",
+    only_false(hudi_does="keeps an evolving internal schema in .hoodie/.schema"))
+HIVE_SYNC_ENABLE = option(
+    "hoodie.datasource.hive_sync.enable", False,
+    "Sync the table to a Hive metastore after each write: not implemented, so only false is accepted.",
+    only_false(hudi_does="syncs the table to a Hive metastore after every commit"))
+META_SYNC_ENABLE = option(
+    "hoodie.datasource.meta.sync.enable", False,
+    "Sync the table to a catalog after each write: not implemented, so only false is accepted.",
+    only_false(hudi_does="syncs the table to a catalog after every commit"))
+RECORD_MERGE_MODE = option(
+    "hoodie.write.record.merge.mode", None,
+    "How two versions of a record merge: COMMIT_TIME_ORDERING (the later write wins, as "
+    "OverwriteWithLatestAvroPayload) or EVENT_TIME_ORDERING (the larger ordering value wins, as "
+    "DefaultHoodieRecordPayload); it sets the payload class, which it must agree with when both are given.",
+    only("COMMIT_TIME_ORDERING", "EVENT_TIME_ORDERING", hudi_accepts="CUSTOM (a record merger class)"),
+    aliases=("hoodie.record.merge.mode",))
+
+
+def _merge_mode_sets_payload(resolved: dict[str, Any]) -> None:
+    """A merge mode stands for the payload class of the same semantics (as Hudi 1.x maps them for
+    table version 6); given with a payload class of other semantics it is an error, not a choice."""
+    if resolved.get(RECORD_MERGE_MODE.key) is None:
+        return
+    payload = PAYLOAD_OF_MERGE_MODE[RECORD_MERGE_MODE.parse(resolved[RECORD_MERGE_MODE.key])]
+    given = resolved.get(PAYLOAD_CLASS.key)
+    if given is not None and PAYLOAD_CLASS.parse(given) != payload:
+        raise HudiConfigError(
+            f"{RECORD_MERGE_MODE.key}={resolved[RECORD_MERGE_MODE.key]} and {PAYLOAD_CLASS.key}={given} "
+            f"contradict each other: the merge mode means {payload.rsplit('.', 1)[1]}; set one of them")
+    resolved[PAYLOAD_CLASS.key] = payload
+
+
+DERIVED.append(_merge_mode_sets_payload)
+
+
+UNIMPLEMENTED_WHY.update({
+    "hoodie.datasource.query.incremental.format":
+        "CDC queries (incremental.format=cdc) are not implemented; incremental queries return the latest state",
+    "hoodie.table.multiple.base.file.formats.enable": "pyhudi reads and writes parquet base files only",
+    "hoodie.metrics.on": "pyhudi reports no metrics; its commit metadata holds each write's statistics",
+})
+
+# ---------------------------------------------------------------------------------------------
+# Accepted without effect: settings of Apache Hudi's JVM engine that never change the files
+# ---------------------------------------------------------------------------------------------
+_NO_EFFECT = "Accepted without effect: "
+EMBED_TIMELINE_SERVER = option(
+    "hoodie.embed.timeline.server", None,
+    _NO_EFFECT + "Hudi's driver-side server answering its executors' file-system-view calls; pyhudi's "
+    "tasks plan from the driver's view, and the files written are the same either way.", parse_str)
+MARKERS_TYPE = option(
+    "hoodie.write.markers.type", None,
+    _NO_EFFECT + "pyhudi writes direct markers (one file per data file under .hoodie/.temp); Hudi's "
+    "rollback reads both kinds, and markers are deleted when a write completes.", parse_str)
+for _key in ("hoodie.memory.merge.max.size", "hoodie.memory.compaction.max.size", "hoodie.memory.merge.fraction",
+             "hoodie.memory.compaction.fraction", "hoodie.memory.spillable.map.path",
+             "hoodie.common.spillable.diskmap.type", "hoodie.common.diskmap.compression.enabled"):
+    option(_key, None, _NO_EFFECT + "memory budget or spill map of Hudi's JVM merges; pyhudi merges with "
+           "pyarrow and Spark, and the merged records are the same.", parse_str)
+for _key in ("hoodie.rollback.parallelism", "hoodie.cleaner.parallelism", "hoodie.finalize.write.parallelism",
+             "hoodie.markers.delete.parallelism", "hoodie.file.listing.parallelism",
+             "hoodie.archive.delete.parallelism"):
+    option(_key, None, _NO_EFFECT + "Spark parallelism of one of Hudi's JVM stages; pyhudi sizes its own "
+           "stages, and the files written are the same.", parse_str)
