@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError
+from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
 from pyhudi.metadata.files import FileListing
 from pyhudi.storage import Storage
@@ -173,11 +174,14 @@ class HudiTable:
         latest = self.timeline.latest_completed_write()
         return self.timeline.commit_metadata(latest) if latest else None
 
-    def avro_schema(self) -> str | None:
-        """The table schema as Avro JSON: latest commit's ``extraMetadata.schema`` or the create schema."""
+    def avro_schema(self, *, as_of: str | None = None) -> str | None:
+        """The table schema as Avro JSON: ``extraMetadata.schema`` of the latest completed write
+        (of the latest one at or before ``as_of``) that records one, else the create schema."""
         for _attempt in range(3):
             try:
                 for inst in reversed(self.timeline.completed_writes()):
+                    if as_of is not None and inst.timestamp > as_of:
+                        continue
                     schema = self.timeline.commit_metadata(inst).schema
                     if schema:
                         return schema
@@ -204,8 +208,27 @@ class HudiTable:
         files = self.file_system_view().latest_base_files()
         return max(files, key=lambda b: b.instant_time).path if files else None
 
-    def arrow_schema(self) -> pa.Schema | None:
-        """The schema of the newest base file (meta columns included), None for an empty table."""
+    def arrow_schema(self, *, as_of: str | None = None) -> pa.Schema | None:
+        """The table schema (meta columns first) every file is read as, None before the first
+        completed write (at or before ``as_of``).
+
+        The schema recorded by the latest commit is the authority, not any file: a merge-on-read
+        update that adds a column writes it to log files only, and struct fields may sit in another
+        order in older files. Readers reconcile each file to it by name
+        (:mod:`pyhudi.io.reconcile`). A table whose commits record no schema is read as its newest
+        base file.
+        """
+        writes = self.timeline.completed_writes()
+        if not any(as_of is None or w.timestamp <= as_of for w in writes):
+            return None
+        avro = self.avro_schema(as_of=as_of)
+        if avro:
+            return table_arrow_schema(avro, operation_field=self.config.props.get(
+                "hoodie.allow.operation.metadata.field", "false").lower() == "true")
+        return self.newest_file_schema()
+
+    def newest_file_schema(self) -> pa.Schema | None:
+        """The schema of the newest base file (meta columns included), None when there is none."""
         import pyarrow.parquet as pq
 
         newest = self.newest_base_file()
