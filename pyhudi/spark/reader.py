@@ -1,9 +1,9 @@
 """Snapshot (and read-optimized) queries of copy-on-write tables through Spark's parquet reader.
 
 The file-system view picks the latest committed base file of every file group; Spark reads exactly
-those files, natively, with an explicit schema (the newest file's, so columns added by schema
-evolution read as null from older files). A filter on partition columns prunes partitions before
-any file is listed in them.
+those files, natively, with an explicit schema: the table schema the commits record (as of the
+query's instant), each older file reconciled to it by name (:mod:`pyhudi.spark.evolution`). A
+filter on partition columns prunes partitions before any file is listed in them.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 log = logging.getLogger("pyhudi")
 
+#: operation types of table services (they rewrite files in the schema they find)
+_SERVICE_OPERATIONS = frozenset({"COMPACT", "CLUSTER", "LOG_COMPACT"})
+
 
 @dataclass(frozen=True)
 class CommitSummary:
@@ -176,26 +179,36 @@ class HudiTable:
 
     def avro_schema(self, *, as_of: str | None = None) -> str | None:
         """The table schema as Avro JSON: ``extraMetadata.schema`` of the latest completed write
-        (of the latest one at or before ``as_of``) that records one, else the create schema."""
+        (at or before ``as_of``) that records one, else the create schema.
+
+        Compaction and clustering never change the schema, and may run while a later write
+        evolves it (a service's instant can sort after that write's), so a write's schema wins over
+        theirs; a service's serves when no write of the active timeline records one.
+        """
         for _attempt in range(3):
             try:
+                service = None
                 for inst in reversed(self.timeline.completed_writes()):
                     if as_of is not None and inst.timestamp > as_of:
                         continue
-                    schema = self.timeline.commit_metadata(inst).schema
-                    if schema:
-                        return schema
-                return self.config.props.get(P.CREATE_SCHEMA)
+                    meta = self.timeline.commit_metadata(inst)
+                    if not meta.schema:
+                        continue
+                    if meta.compacted or meta.operation_type in _SERVICE_OPERATIONS:
+                        service = service or meta.schema
+                        continue
+                    return meta.schema
+                return service or self.config.props.get(P.CREATE_SCHEMA)
             except HudiInstantNotFoundError:  # archived by another writer since the listing: list again
                 self.timeline.reload()
         raise HudiInstantNotFoundError(f"the timeline of {self.path} kept changing while its schema was read; "
                                        "run again")
 
     def newest_base_file(self) -> str | None:
-        """Relative path of the base file written last, None for an empty table.
+        """Relative path of the base file written last, None for a table without base files.
 
-        Every copy-on-write commit writes whole files in the then-current schema, so this file
-        carries the latest table schema.
+        Its footer tells how Spark reads types pyhudi does not map itself, and is the schema of a
+        table whose commits record none (:meth:`arrow_schema`).
         """
         for inst in reversed(self.timeline.completed_writes()):
             try:
@@ -222,10 +235,12 @@ class HudiTable:
         if not any(as_of is None or w.timestamp <= as_of for w in writes):
             return None
         avro = self.avro_schema(as_of=as_of)
-        if avro:
-            return table_arrow_schema(avro, operation_field=self.config.props.get(
-                "hoodie.allow.operation.metadata.field", "false").lower() == "true")
-        return self.newest_file_schema()
+        return self.arrow_schema_of(avro) if avro else self.newest_file_schema()
+
+    def arrow_schema_of(self, avro: str) -> pa.Schema:
+        """The file schema (meta columns first) of the Avro table schema ``avro``."""
+        return table_arrow_schema(avro, operation_field=self.config.props.get(
+            "hoodie.allow.operation.metadata.field", "false").lower() == "true")
 
     def newest_file_schema(self) -> pa.Schema | None:
         """The schema of the newest base file (meta columns included), None when there is none."""
