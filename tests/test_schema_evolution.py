@@ -202,3 +202,130 @@ def test_missing_column_after_update_only_evolution_is_refused(spark, tmp_path):
     expected = [{"key": "a", "part": "p1", "ts": 2, "v": 10, "c": "new"},
                 {"key": "b", "part": "p1", "ts": 3, "v": 20, "c": None}]
     assert both(spark, path) == (expected, expected)
+
+
+# -- random sequences against a model -------------------------------------------------------
+_ts = itertools.count(1)
+STEPS = ["column", "struct", "array", "widen", "reorder"]
+WIDER = {"int": "long", "long": "double", "double": "double"}
+SPARK_TYPES = {"int": T.IntegerType(), "long": T.LongType(), "double": T.DoubleType()}
+
+
+class Shape:
+    """The schema writes send now: ``v``'s type, the fields of struct ``s`` and of the structs in
+    array ``arr`` (after the int ``x``), added string columns, and whether structs come reversed."""
+
+    def __init__(self) -> None:
+        self.v = "int"
+        self.s: list[str] = []
+        self.arr: list[str] = []
+        self.columns: list[str] = []
+        self.reversed = False
+
+    def evolve(self, step: str | None) -> None:
+        n = next(_ts)
+        if step == "column":
+            self.columns.append(f"n{n}")
+        elif step == "struct":
+            self.s.append(f"s{n}")
+        elif step == "array":
+            self.arr.append(f"a{n}")
+        elif step == "widen":
+            self.v = WIDER[self.v]
+        elif step == "reorder":
+            self.reversed = not self.reversed
+
+    def _struct(self, names: list[str]) -> T.StructType:
+        fields = [T.StructField("x", T.IntegerType())] + [T.StructField(f, T.StringType()) for f in names]
+        return T.StructType(fields[::-1] if self.reversed else fields)
+
+    def spark(self, omit: str | None) -> T.StructType:
+        return T.StructType(BASE + [T.StructField("v", SPARK_TYPES[self.v]), T.StructField("s", self._struct(self.s)),
+                                    T.StructField("arr", T.ArrayType(self._struct(self.arr)))]
+                            + [T.StructField(c, T.StringType()) for c in self.columns if c != omit])
+
+    def row(self, key: int, omit: str | None) -> dict:
+        """A new record of ``key`` (values tell the write they came from), as a dict."""
+        ts = next(_ts)
+        value = {"int": ts, "long": ts * 10**10, "double": ts + 0.5}[self.v]
+        s = {"x": ts, **{f: f"{f}-{ts}" for f in self.s}}
+        arr = [{"x": ts + i, **{f: f"{f}-{ts}-{i}" for f in self.arr}} for i in range(ts % 3)]
+        return {"key": f"k{key:02d}", "part": f"p{key % 2}", "ts": ts, "v": value, "s": s, "arr": arr,
+                **{c: f"{c}-{ts}" for c in self.columns if c != omit}}
+
+    def spark_row(self, row: dict, schema: T.StructType) -> tuple:
+        def value(v, t):
+            if isinstance(t, T.StructType):
+                return tuple(v.get(f.name) for f in t.fields)
+            if isinstance(t, T.ArrayType):
+                return [value(e, t.elementType) for e in v]
+            return v
+        return tuple(value(row.get(f.name), f.dataType) for f in schema.fields)
+
+    def expected(self, row: dict) -> dict:
+        """A stored record as the table schema shows it now: new fields null, ``v`` widened."""
+        def struct(v: dict, names: list[str]) -> dict:
+            return {"x": v["x"], **{f: v.get(f) for f in names}}
+        v = row["v"]
+        return {"key": row["key"], "part": row["part"], "ts": row["ts"], "v": float(v) if self.v == "double" else v,
+                "s": struct(row["s"], self.s), "arr": [struct(e, self.arr) for e in row["arr"]],
+                **{c: row.get(c) for c in self.columns}}
+
+
+def _canon(rows: list[dict]) -> list[dict]:
+    """Rows without meta columns, struct fields in name order (both readers give dicts)."""
+    def canon(v):
+        if isinstance(v, dict):
+            return {k: canon(v[k]) for k in sorted(v)}
+        if isinstance(v, list):
+            return [canon(e) for e in v]
+        return v
+    return sorted((canon({k: v for k, v in r.items() if k not in META}) for r in rows), key=lambda r: r["key"])
+
+
+keys_st = st.lists(st.integers(0, 11), min_size=1, max_size=5, unique=True)
+step_st = st.sampled_from([None, *STEPS])
+evo_op_st = st.one_of(
+    st.tuples(st.just("upsert"), keys_st, step_st, st.booleans()),
+    st.tuples(st.just("insert"), keys_st, step_st, st.just(False)),
+    st.tuples(st.just("delete"), keys_st, st.none(), st.just(False)),
+    st.tuples(st.just("compact"), st.just([]), st.none(), st.just(False)),
+    st.tuples(st.just("cluster"), st.just([]), st.none(), st.just(False)),
+)
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(first=keys_st, ops=st.lists(evo_op_st, min_size=2, max_size=4))
+def test_random_schema_evolution_matches_model(spark, tmp_path_factory, table_type, first, ops):
+    path = str(tmp_path_factory.mktemp("evo") / "t")
+    shape = Shape()
+    model: dict[str, dict] = {}
+    for op, keys, step, omit_one in [("insert", first, None, False), *ops]:
+        if op == "compact":
+            if table_type == "MERGE_ON_READ":
+                pyhudi.compact(spark, path)
+        elif op == "cluster":
+            pyhudi.cluster(spark, path, {"hoodie.clustering.plan.strategy.max.bytes.per.group": str(200 * 1024)})
+        else:
+            if op == "insert":
+                keys = [k for k in keys if f"k{k:02d}" not in model]
+            if op == "delete":
+                keys = [k for k in keys if f"k{k:02d}" in model]
+            if not keys:
+                continue
+            shape.evolve(step)
+            omit = shape.columns[0] if omit_one and shape.columns else None
+            rows = [shape.row(k, omit) for k in keys]
+            schema = shape.spark(omit)
+            extra = {"hoodie.write.set.null.for.missing.columns": "true"} if omit else {}
+            df = spark.createDataFrame([shape.spark_row(r, schema) for r in rows], schema)
+            pyhudi.write(df, path, options(table_type, **{"hoodie.datasource.write.operation": op}, **extra))
+            for r in rows:
+                if op == "delete":
+                    model.pop(r["key"], None)
+                else:
+                    model[r["key"]] = r
+        expected = _canon([shape.expected(r) for r in model.values()])
+        assert _canon(pyhudi_rows(spark, path)) == expected, (op, step)
+        assert _canon(hudi_rs_rows(path)) == expected, (op, step)
