@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyspark
 import pytest
 from conftest import hudi_rs_rows, pyhudi_rows
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import types as T
 
@@ -285,8 +285,9 @@ def _canon(rows: list[dict]) -> list[dict]:
 
 keys_st = st.lists(st.integers(0, 11), min_size=1, max_size=5, unique=True)
 step_st = st.sampled_from([None, *STEPS])
-evo_op_st = st.one_of(
-    st.tuples(st.just("upsert"), keys_st, step_st, st.booleans()),
+upsert_st = st.tuples(st.just("upsert"), keys_st, step_st, st.booleans())
+evo_op_st = st.one_of(  # mostly upserts: on merge-on-read they evolve the schema in log files
+    upsert_st, upsert_st, upsert_st,
     st.tuples(st.just("insert"), keys_st, step_st, st.just(False)),
     st.tuples(st.just("delete"), keys_st, st.none(), st.just(False)),
     st.tuples(st.just("compact"), st.just([]), st.none(), st.just(False)),
@@ -296,6 +297,11 @@ evo_op_st = st.one_of(
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 # no shrinking: each step writes with Spark, and a failure already names its operation and step
+@example(first=[0, 1, 2, 3], ops=[("upsert", [0, 1], "column", False), ("upsert", [1, 2], "struct", False),
+                                  ("upsert", [2, 4], "widen", False), ("compact", [], None, False),
+                                  ("upsert", [3, 0], "reorder", True), ("upsert", [1], "array", False),
+                                  ("upsert", [2], "widen", False), ("cluster", [], None, False),
+                                  ("delete", [0], None, False)])
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
           phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(first=keys_st, ops=st.lists(evo_op_st, min_size=2, max_size=4))
@@ -303,7 +309,6 @@ def test_random_schema_evolution_matches_model(spark, tmp_path_factory, table_ty
     path = str(tmp_path_factory.mktemp("evo") / "t")
     shape = Shape()
     model: dict[str, dict] = {}
-    print("OPS", table_type, ops)
     for op, keys, step, omit_one in [("insert", first, None, False), *ops]:
         if op == "compact":
             if table_type == "MERGE_ON_READ":
@@ -331,7 +336,20 @@ def test_random_schema_evolution_matches_model(spark, tmp_path_factory, table_ty
                     model[r["key"]] = r
         expected = _canon([shape.expected(r) for r in model.values()])
         assert _canon(pyhudi_rows(spark, path)) == expected, (op, step)
-        assert _canon(hudi_rs_rows(path)) == expected, (op, step)
+        theirs = _hudi_rs_unless_nested_log(path)
+        assert theirs is None or _canon(theirs) == expected, (op, step)
+
+
+def _hudi_rs_unless_nested_log(path: str) -> list[dict] | None:
+    """hudi-rs's rows; None where hudi-rs cannot read a slice: it does not add a nested field to
+    the records of a log block written before the field was added ("child-count mismatch"), which
+    Apache Hudi's readers do (Avro schema resolution). Any other hudi-rs error fails the test."""
+    try:
+        return hudi_rs_rows(path)
+    except Exception as exc:
+        if "child-count mismatch" in str(exc):
+            return None
+        raise
 
 
 def test_mor_update_adding_a_map_value_field(spark, tmp_path):
