@@ -296,12 +296,12 @@ evo_op_st = st.one_of(  # mostly upserts: on merge-on-read they evolve the schem
 
 
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-# no shrinking: each step writes with Spark, and a failure already names its operation and step
 @example(first=[0, 1, 2, 3], ops=[("upsert", [0, 1], "column", False), ("upsert", [1, 2], "struct", False),
                                   ("upsert", [2, 4], "widen", False), ("compact", [], None, False),
                                   ("upsert", [3, 0], "reorder", True), ("upsert", [1], "array", False),
                                   ("upsert", [2], "widen", False), ("cluster", [], None, False),
                                   ("delete", [0], None, False)])
+# no shrinking: each step writes with Spark, and a failure already names its operation and step
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck),
           phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(first=keys_st, ops=st.lists(evo_op_st, min_size=2, max_size=4))
