@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.errors import HudiSchemaError
+from pyhudi.io.avro_codec import avro_to_arrow_schema
 
 META_FIELDS = (
     "_hoodie_commit_time",
@@ -153,3 +154,16 @@ def storage_schema(data_schema: pa.Schema) -> pa.Schema:
     """The schema of a base file: meta fields, then data columns with Hudi storage types."""
     data = [f.with_type(hudi_storage_type(f.type)) for f in data_schema if f.name not in META_FIELDS]
     return pa.schema(META_ARROW_FIELDS + data)
+
+
+OPERATION_FIELD = "_hoodie_operation"
+
+
+def table_arrow_schema(avro_schema: str, *, operation_field: bool = False) -> pa.Schema:
+    """The Arrow schema of a table's files from its Avro schema (as commits record it, without
+    meta fields): the five meta fields first (and ``_hoodie_operation`` when the table keeps it),
+    then the data columns with their Hudi storage types."""
+    data = [f.with_type(hudi_storage_type(f.type)) for f in avro_to_arrow_schema(avro_schema)
+            if f.name not in META_FIELDS and f.name != OPERATION_FIELD]
+    meta = META_ARROW_FIELDS + ([pa.field(OPERATION_FIELD, pa.string())] if operation_field else [])
+    return pa.schema(meta + data)

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from pyhudi.io.avro_schema import COMMIT_SEQNO, RECORD_KEY
 from pyhudi.io.bloom import DYNAMIC_V0, BloomFilter
+from pyhudi.io.reconcile import reconcile
 from pyhudi.storage import Storage
 
 if TYPE_CHECKING:
@@ -74,35 +75,10 @@ class WrittenFile:
     max_key: str | None
 
 
-def align(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: missing ones null, others cast (safe promotions)."""
-    columns = []
-    for f in schema:
-        idx = table.schema.get_field_index(f.name)
-        if idx < 0:
-            columns.append(pa.nulls(table.num_rows, f.type))
-            continue
-        col = table.column(idx)
-        if col.type != f.type:
-            col = _cast(col, f.type)
-        columns.append(col)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    if pa.types.is_struct(target) and pa.types.is_struct(col.type):
-        # nested structs may gain fields across schema versions: rebuild field by field
-        chunks = []
-        for chunk in col.chunks:
-            parts = []
-            for f in target:
-                i = chunk.type.get_field_index(f.name)
-                child = chunk.field(i) if i >= 0 else pa.nulls(len(chunk), f.type)
-                parts.append(_cast(pa.chunked_array([child], child.type), f.type).combine_chunks()
-                             if child.type != f.type else child)
-            chunks.append(pa.StructArray.from_arrays(parts, fields=list(target), mask=chunk.is_null()))
-        return pa.chunked_array(chunks, target)
-    return col.cast(target)
+def align(table: pa.Table, schema: pa.Schema, *, source: str = "rows") -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: by name at every level, missing ones null,
+    types widened (:func:`pyhudi.io.reconcile.reconcile`)."""
+    return reconcile(table, schema, source=source)
 
 
 def footer_metadata(settings: ParquetSettings, keys: pa.ChunkedArray | pa.Array,

@@ -399,7 +399,7 @@ def data_block_records(block: LogBlock, arrow_schema: pa.Schema | None = None, *
         table = table.replace_schema_metadata(None)
     else:
         raise HudiError(f"{source}: {_where(block)} is not a data block")
-    return table if arrow_schema is None else align(table, arrow_schema)
+    return table if arrow_schema is None else align(table, arrow_schema, source=f"{source}: {_where(block)}")
 
 
 # -- delete blocks -------------------------------------------------------------------------

@@ -140,8 +140,11 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
     """Decode the visible data and delete blocks of ``log_files`` (already in slice order)."""
     scan = LogScan()
     blocks: list[LogBlock] = []
+    sources: list[str] = []
     for path in log_files:
-        blocks.extend(read_log_file(storage, path))
+        found = read_log_file(storage, path)
+        blocks.extend(found)
+        sources.extend([f"log file {path}"] * len(found))
         scan.log_bytes += storage.size(path)
     scan.blocks = len(blocks)
     rolled_back = {b.target_instant_time for b in blocks if _is_rollback(b)}
@@ -158,7 +161,7 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
             scan.skipped_blocks += 1
             continue
         if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK):
-            rows = data_block_records(block, schema)
+            rows = data_block_records(block, schema, source=sources[pos])
             scan.log_records += rows.num_rows
             scan.data.append((pos, rows))
         elif kind == BlockType.DELETE_BLOCK:
@@ -257,11 +260,12 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
 
 
 def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
-    """The columns of ``schema`` the base file has (the others are filled with nulls by ``align``)."""
+    """The base file read as ``schema`` (by name; columns it lacks are null, see :func:`align`)."""
     with storage.fs.open_input_file(storage.full(base_file)) as f:
         parquet = pq.ParquetFile(f)
         names = set(parquet.schema_arrow.names)
-        return parquet.read(columns=[n for n in schema.names if n in names])
+        table = parquet.read(columns=[n for n in schema.names if n in names])
+    return align(table, schema, source=f"base file {base_file}")
 
 
 def _drop_soft_deleted(table: pa.Table) -> pa.Table:

@@ -111,7 +111,8 @@ def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
 
 def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
              plan: Any, started: float) -> dict[str, Any]:
-    file_schema = table.arrow_schema()
+    schema_json = table.avro_schema()  # the latest table schema: written to the new files and recorded
+    file_schema = table.arrow_schema_of(schema_json) if schema_json else table.newest_file_schema()
     if file_schema is None:
         raise HudiClusteringError(f"{table.path} has no committed schema to cluster with")
     avro = table_avro_schema(file_schema, table.name, with_meta_fields=True)
@@ -146,14 +147,15 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     if by_spark:
         log.info("clustering %s: %d of %d groups ordered by Spark (over %d MB each)", instant_time, len(by_spark),
                  len(groups), IN_TASK_GROUP_BYTES >> 20)
-        ordered = ordered_by_spark(spark, table, by_spark, spec, visibility, sort_columns, strategy)
+        ordered = ordered_by_spark(spark, table, by_spark, spec, visibility, sort_columns, strategy,
+                                   file_schema=file_schema)
         rows += map_in_arrow(ordered, lambda it: bulk_insert_writer(it, ctx, {}), STATS_DDL).collect()
     stats = [r.asDict() for r in rows]
     replaced: dict[str, list[str]] = {}
     for g in groups:
         for piece in g.slices:
             replaced.setdefault(piece.partition_path, []).append(piece.file_id)
-    meta = commit_metadata(stats, operation_type=CLUSTER, schema_json=table.avro_schema() or "", replaced=replaced)
+    meta = commit_metadata(stats, operation_type=CLUSTER, schema_json=schema_json or "", replaced=replaced)
     remove_stray_files(table.storage, instant_time, (r["path"] for r in stats if r.get("path")))
     index_files = write_changes(spark, table, instant_time, stats, replaced, spec, file_schema)
     with lock.held():
@@ -185,16 +187,17 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
 
 
 def ordered_by_spark(spark: SparkSession, table: HudiTable, groups: list[ClusteringGroup], spec: MergeSpec,
-                     visibility: Visibility, sort_columns: tuple[str, ...], strategy: str) -> DataFrame:
+                     visibility: Visibility, sort_columns: tuple[str, ...], strategy: str, *,
+                     file_schema: pa.Schema | None = None) -> DataFrame:
     """The records of ``groups``, each group range-partitioned by Spark into its planned number of
     output files and sorted within them, for large groups: Spark's shuffle and sort spill to disk
     where one task's memory would not hold the group.
 
     The order is :func:`pyhudi.services.clustering.ordering`'s: linear by the sort columns (nulls
     first), or along the curve of their dense ranks within the group (ranked by Spark windows),
-    then by record key.
+    then by record key. Every file is read as ``file_schema`` (default: the latest table schema).
     """
-    schema = spark_schema(spark, table)
+    schema = spark_schema(spark, table, arrow=file_schema)
     if schema is None:
         raise HudiClusteringError(f"{table.path} has no base file to read the schema of")
     curve = on_curve(sort_columns, strategy)

@@ -80,9 +80,11 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
 def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
              operations: tuple, started: float) -> CommitMetadata:
     timeline = table.timeline
-    file_schema = table.arrow_schema()
+    schema_json = table.avro_schema()  # the latest table schema: written to the new base files and recorded
+    file_schema = table.arrow_schema_of(schema_json) if schema_json else table.newest_file_schema()
     if file_schema is None:
-        raise HudiCompactionError(f"{table.path} has no base file to take the schema from")
+        raise HudiCompactionError(f"{table.path} has no table schema in its commits and no base file to take "
+                                  "one from")
     settings = parquet_settings(cfg, table_avro_schema(file_schema, table.name, with_meta_fields=True),
                                 populate_meta_fields=table.config.populate_meta_fields)
     spec = _merge_spec(table, cfg)
@@ -95,7 +97,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
 
     stats = per_item(spark, table.storage.base_uri, ops, file_schema, work, STATS_DDL) if ops else None
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []
-    meta = commit_metadata(rows, operation_type="COMPACT", schema_json=table.avro_schema() or "")
+    meta = commit_metadata(rows, operation_type="COMPACT", schema_json=schema_json or "")
     meta.compacted = True
     remove_stray_files(table.storage, instant_time, (r["path"] for r in rows if r.get("path")))
     with lock.held():

@@ -59,10 +59,10 @@ class HudiDataSource(DataSource):
         return str(path)
 
     def schema(self) -> StructType:
-        from pyhudi.spark.reader import spark_type
+        from pyhudi.spark.reader import schema_instant, spark_type
         from pyhudi.table.table import HudiTable
 
-        schema = HudiTable(self._path()).arrow_schema()
+        schema = HudiTable(self._path()).arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
         if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
             from pyspark.sql.types import StringType, StructField
 
@@ -108,7 +108,7 @@ class HudiReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         import json
 
-        from pyhudi.spark.reader import _pruned_partitions, plan_query
+        from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant
         from pyhudi.table.table import HudiTable
 
         table = HudiTable(self.path)
@@ -119,7 +119,7 @@ class HudiReader(DataSourceReader):
             partitions = _pruned_partitions(table, pred, StructType.fromJson(json.loads(self.schema_json)))
         files = plan_query(table, cfg, partitions=partitions)
         slices = list(files.slices)
-        file_schema = table.arrow_schema()
+        file_schema = table.arrow_schema(as_of=schema_instant(cfg))  # the schema the query reads
         if pred is not None and S.columns_of(pred) and cfg.get(C.DATA_SKIPPING):
             recorded = table.metadata_column_ranges(S.columns_of(pred), file_schema) if file_schema else None
             plain = [s.base_file.path for s in slices if s.base_file is not None and not (files.merged and s.log_files)]

@@ -1,9 +1,9 @@
 """Snapshot (and read-optimized) queries of copy-on-write tables through Spark's parquet reader.
 
 The file-system view picks the latest committed base file of every file group; Spark reads exactly
-those files, natively, with an explicit schema (the newest file's, so columns added by schema
-evolution read as null from older files). A filter on partition columns prunes partitions before
-any file is listed in them.
+those files, natively, with an explicit schema: the table schema the commits record (as of the
+query's instant), each older file reconciled to it by name (:mod:`pyhudi.spark.evolution`). A
+filter on partition columns prunes partitions before any file is listed in them.
 """
 
 from __future__ import annotations
@@ -22,13 +22,15 @@ from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig, parse_bool
-from pyhudi.errors import HudiConfigError
+from pyhudi.errors import HudiConfigError, HudiSchemaError
 from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.io.reconcile import promotion_problem
 from pyhudi.keygen.spec import DEFAULT_PARTITION
 from pyhudi.read.incremental import plan_incremental
 from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, footers, may_match, prune_partition_paths, skip_files
+from pyhudi.spark import evolution
 from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
@@ -111,7 +113,9 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     cfg = HudiConfig.of(options)
     table = HudiTable(path)
     table.config.check_data_table()
-    schema = spark_schema(spark, table)
+    as_of = schema_instant(cfg)
+    arrow = table.arrow_schema(as_of=as_of)
+    schema = spark_schema(spark, table, arrow=arrow)
     predicate: Predicate | None = None
     partitions = None
     if filters is not None and schema is not None:
@@ -126,8 +130,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     recorded = None  # column statistics from the metadata table
     skipping = predicate if cfg.get(C.DATA_SKIPPING) else None
     if skipping is not None and columns_of(skipping):
-        arrow_schema = table.arrow_schema()
-        recorded = table.metadata_column_ranges(columns_of(skipping), arrow_schema) if arrow_schema else None
+        recorded = table.metadata_column_ranges(columns_of(skipping), arrow) if arrow else None
     if skipping is not None and bases:
         before = len(bases)
         kept = set(skip_files(table.storage, skipping, [b.path for b in bases], known=recorded))
@@ -137,7 +140,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if not bases:
         df = spark.createDataFrame([], schema)
     else:
-        df = _read_files(spark, table, bases, schema)
+        df = _read_files(spark, table, bases, schema, as_of=as_of)
     logged = [s for s in slices if merged and s.log_files]
     if skipping is not None and recorded is not None and logged:
         before = len(logged)
@@ -153,7 +156,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
             kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
             logged_bases = [b for b in logged_bases if b.path in kept]
         df = df.unionByName(merged_slices(spark, table, logged, schema, spec, files.view.visibility(),
-                                          bases=logged_bases))
+                                          bases=logged_bases, as_of=as_of))
     if files.commit_filter is not None:
         begin, end = files.commit_filter
         commit_time = F.col("_hoodie_commit_time")
@@ -176,12 +179,14 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
 
 
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,
-                  spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None) -> DataFrame:
+                  spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None,
+                  as_of: str | None = None) -> DataFrame:
     """Slices with log files, merged. With stored record keys Spark reads the base files natively
     and joins the log records merged in executors; without them whole slices are merged in
     executors. ``bases``: the base files to read (default all of the slices'; fewer when data
-    skipping ruled some out)."""
-    file_schema = table.arrow_schema()
+    skipping ruled some out). Every file is read as the table schema as of ``as_of`` (default the
+    latest)."""
+    file_schema = table.arrow_schema(as_of=as_of)
     assert file_schema is not None
     pieces = [s.to_read() for s in logged]
     base_uri = table.storage.base_uri
@@ -194,7 +199,7 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     # a base file's size and a row's position name the row, unless two base files share a size
     # (or a listing did not tell a size)
     names = len(set(known)) < len(known) or any(n <= 0 for n in known)
-    base = _read_files(spark, table, bases, schema, file_ids=True, names=names) if bases else None
+    base = _read_files(spark, table, bases, schema, file_ids=True, names=names, as_of=as_of) if bases else None
     log_bytes = sum(lf.size for s in logged for lf in s.log_files)
     snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                               tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
@@ -231,42 +236,64 @@ def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructT
 
 
 def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType, *,
-                file_ids: bool = False, names: bool = False) -> DataFrame:
-    """Read base files natively; files written under an older schema are read apart and cast.
+                file_ids: bool = False, names: bool = False, as_of: str | None = None) -> DataFrame:
+    """Read base files natively as ``schema``, the table schema as of ``as_of`` (default the latest).
 
-    Spark's vectorised reader cannot widen types (an int column read as long fails), so when the
-    table schema changed across commits, each group of files sharing a commit schema is read with
-    its own schema and its columns are cast (or null-filled) to the latest schema. ``file_ids``
-    adds each row's file size and position, and with ``names`` its file name
-    (:func:`pyhudi.spark.merged.with_file_id`).
+    Files are grouped by the schema their commit recorded. Those of the table schema's commit are
+    read with ``schema`` directly; for each other group one footer tells the stored schema, the
+    group is read with the table schema's shape and its stored types, and cast by name
+    (:mod:`pyhudi.spark.evolution`): added fields read as null, widened types are promoted, struct
+    fields match by name whatever their order. ``file_ids`` adds each row's file size and position,
+    and with ``names`` its file name (:func:`pyhudi.spark.merged.with_file_id`).
     """
     def read(read_schema: T.StructType, uris: list[str]) -> DataFrame:
         df = parquet_files(spark, read_schema, uris)
         return with_file_id(df, names=names) if file_ids else df
 
-    schema_of: dict[str, str | None] = {}
-    groups: dict[str | None, list[str]] = {}
+    target_avro = table.avro_schema(as_of=as_of)
+    schema_of: dict[str, str] = {}
+    groups: dict[str, list[BaseFile]] = {}
     for b in bases:
         if b.instant_time not in schema_of:
-            schema_of[b.instant_time] = _commit_schema(table, b.instant_time)
-        groups.setdefault(schema_of[b.instant_time], []).append(table.storage.uri(b.path))
-    latest = _commit_schema(table, None)
-    if len(groups) == 1 or set(groups) <= {latest, None}:
-        return read(schema, [u for us in groups.values() for u in us])
+            recorded = _commit_schema(table, b.instant_time)
+            # an archived commit's schema is unknown here: its own footer tells
+            schema_of[b.instant_time] = recorded if recorded is not None else f"instant {b.instant_time}"
+        groups.setdefault(schema_of[b.instant_time], []).append(b)
+    same: list[str] = []
     parts = []
-    for key, uris in groups.items():
-        if key == latest:
-            parts.append(read(schema, uris))
+    arrow_target = table.arrow_schema(as_of=as_of)
+    for key, files in groups.items():
+        uris = [table.storage.uri(b.path) for b in files]
+        if key == target_avro or arrow_target is None:
+            same.extend(uris)
             continue
-        own = spark.read.parquet(uris[0]).schema
-        df = read(own, uris)
-        cols = [F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) if f.name in own.fieldNames()
-                else F.lit(None).cast(f.dataType).alias(f.name) for f in schema]
-        parts.append(df.select(*cols, *(base_columns(names=names) if file_ids else ())))
+        stored = _stored_schema(spark, table, files[0].path, arrow_target)
+        wanted = evolution.read_schema(schema, stored)
+        if wanted == schema:
+            same.extend(uris)
+            continue
+        df = evolution.conform(read(wanted, uris), schema, keep=base_columns(names=names) if file_ids else ())
+        parts.append(df)
+    if same:
+        parts.insert(0, read(schema, same))
     out = parts[0]
     for p in parts[1:]:
         out = out.unionByName(p)
     return out
+
+
+def _stored_schema(spark: SparkSession, table: HudiTable, rel_path: str, target: pa.Schema) -> T.StructType:
+    """The Spark schema a base file is stored with, after checking in Arrow terms that each of its
+    columns widens to the table schema ``target`` (:class:`HudiSchemaError` otherwise)."""
+    arrow = footers(table.storage, [rel_path])[rel_path].schema.to_arrow_schema()
+    for field in target:
+        i = arrow.get_field_index(field.name)
+        if i >= 0 and (problem := promotion_problem(arrow.field(i).type, field.type, path=f"column {field.name}")):
+            raise HudiSchemaError(f"base file {rel_path}: {problem}; the table cannot be read as its schema says")
+    converted = spark_type(pa.struct(list(arrow)))
+    if isinstance(converted, T.StructType):
+        return converted
+    return spark.read.parquet(table.storage.uri(rel_path)).schema
 
 
 _LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
@@ -304,21 +331,39 @@ def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
     return table.timeline.commit_metadata(chosen[-1]).schema
 
 
-def spark_schema(spark: SparkSession, table: HudiTable) -> T.StructType | None:
-    """The newest base file's schema (the latest table schema) as Spark reads it.
+def schema_instant(cfg: HudiConfig) -> str | None:
+    """The instant whose table schema a query reads: the time-travel instant, else the latest
+    (incremental pulls read the latest schema, as Hudi's do)."""
+    return cfg.get(C.AS_OF_INSTANT) if cfg.get(C.QUERY_TYPE) != "incremental" else None
 
-    Read from the file's footer with pyarrow when every column has a type Spark maps one way
-    (numbers, strings, binary, booleans, dates, decimals, and structs, lists and maps of them);
-    otherwise Spark reads the footer itself.
+
+def spark_schema(spark: SparkSession, table: HudiTable, *, arrow: pa.Schema | None = None,
+                 as_of: str | None = None) -> T.StructType | None:
+    """The table schema (:meth:`HudiTable.arrow_schema`, as of ``as_of``, or ``arrow`` when given)
+    as Spark's parquet reader gives its columns; None before the first write.
+
+    Columns of types Spark maps one way (numbers, strings, binary, booleans, dates, decimals, and
+    structs, lists and maps of them) are converted here; for the others (timestamps, ...) the newest
+    base file says how Spark reads them.
     """
-    newest = table.newest_base_file()
-    if newest is None:
+    if arrow is None:
+        arrow = table.arrow_schema(as_of=as_of)
+    if arrow is None:
         return None
-    arrow = footers(table.storage, [newest])[newest].schema.to_arrow_schema()
     converted = spark_type(pa.struct(list(arrow)))
     if isinstance(converted, T.StructType):
         return converted
-    return spark.read.parquet(table.storage.uri(newest)).schema
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    newest = table.newest_base_file()
+    stored = spark.read.parquet(table.storage.uri(newest)).schema if newest is not None else T.StructType()
+    fields = []
+    for f in arrow:
+        t = spark_type(f.type)
+        if t is None:
+            t = stored[f.name].dataType if f.name in stored.fieldNames() else from_arrow_type(f.type)
+        fields.append(T.StructField(f.name, t, True))
+    return T.StructType(fields)
 
 
 _SIMPLE_TYPES: list[tuple[Any, T.DataType]] = [

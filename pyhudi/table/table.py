@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
+from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
 from pyhudi.metadata.files import FileListing
 from pyhudi.storage import Storage
@@ -26,6 +27,9 @@ from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 log = logging.getLogger("pyhudi")
+
+#: operation types of table services (they rewrite files in the schema they find)
+_SERVICE_OPERATIONS = frozenset({"COMPACT", "CLUSTER", "LOG_COMPACT"})
 
 
 @dataclass(frozen=True)
@@ -196,25 +200,38 @@ class HudiTable:
         latest = self.timeline.latest_completed_write()
         return self.timeline.commit_metadata(latest) if latest else None
 
-    def avro_schema(self) -> str | None:
-        """The table schema as Avro JSON: latest commit's ``extraMetadata.schema`` or the create schema."""
+    def avro_schema(self, *, as_of: str | None = None) -> str | None:
+        """The table schema as Avro JSON: ``extraMetadata.schema`` of the latest completed write
+        (at or before ``as_of``) that records one, else the create schema.
+
+        Compaction and clustering never change the schema, and may run while a later write
+        evolves it (a service's instant can sort after that write's), so a write's schema wins over
+        theirs; a service's serves when no write of the active timeline records one.
+        """
         for _attempt in range(3):
             try:
+                service = None
                 for inst in reversed(self.timeline.completed_writes()):
-                    schema = self.timeline.commit_metadata(inst).schema
-                    if schema:
-                        return schema
-                return self.config.props.get(P.CREATE_SCHEMA)
+                    if as_of is not None and inst.timestamp > as_of:
+                        continue
+                    meta = self.timeline.commit_metadata(inst)
+                    if not meta.schema:
+                        continue
+                    if meta.compacted or meta.operation_type in _SERVICE_OPERATIONS:
+                        service = service or meta.schema
+                        continue
+                    return meta.schema
+                return service or self.config.props.get(P.CREATE_SCHEMA)
             except HudiInstantNotFoundError:  # archived by another writer since the listing: list again
                 self.timeline.reload()
         raise HudiInstantNotFoundError(f"the timeline of {self.path} kept changing while its schema was read; "
                                        "run again")
 
     def newest_base_file(self) -> str | None:
-        """Relative path of the base file written last, None for an empty table.
+        """Relative path of the base file written last, None for a table without base files.
 
-        Every copy-on-write commit writes whole files in the then-current schema, so this file
-        carries the latest table schema.
+        Its footer tells how Spark reads types pyhudi does not map itself, and is the schema of a
+        table whose commits record none (:meth:`arrow_schema`).
         """
         for inst in reversed(self.timeline.completed_writes()):
             try:
@@ -227,8 +244,29 @@ class HudiTable:
         files = self.file_system_view().latest_base_files()
         return max(files, key=lambda b: b.instant_time).path if files else None
 
-    def arrow_schema(self) -> pa.Schema | None:
-        """The schema of the newest base file (meta columns included), None for an empty table."""
+    def arrow_schema(self, *, as_of: str | None = None) -> pa.Schema | None:
+        """The table schema (meta columns first) every file is read as, None before the first
+        completed write (at or before ``as_of``).
+
+        The schema recorded by the latest commit is the authority, not any file: a merge-on-read
+        update that adds a column writes it to log files only, and struct fields may sit in another
+        order in older files. Readers reconcile each file to it by name
+        (:mod:`pyhudi.io.reconcile`). A table whose commits record no schema is read as its newest
+        base file.
+        """
+        writes = self.timeline.completed_writes()
+        if not any(as_of is None or w.timestamp <= as_of for w in writes):
+            return None
+        avro = self.avro_schema(as_of=as_of)
+        return self.arrow_schema_of(avro) if avro else self.newest_file_schema()
+
+    def arrow_schema_of(self, avro: str) -> pa.Schema:
+        """The file schema (meta columns first) of the Avro table schema ``avro``."""
+        return table_arrow_schema(avro, operation_field=self.config.props.get(
+            "hoodie.allow.operation.metadata.field", "false").lower() == "true")
+
+    def newest_file_schema(self) -> pa.Schema | None:
+        """The schema of the newest base file (meta columns included), None when there is none."""
         import pyarrow.parquet as pq
 
         newest = self.newest_base_file()

@@ -142,7 +142,7 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     """Rewrite a file group's base file with ``rows`` merged in (updates, deletes, inserts)."""
     started = time.monotonic()
     assert bucket.base_file is not None
-    old = align(read_base_file(storage, bucket.base_file), schema)
+    old = align(read_base_file(storage, bucket.base_file), schema, source=f"base file {bucket.base_file}")
     n_old = old.num_rows
     inc_keys = rows.column(RECORD_KEY).cast(pa.string())
     is_delete = rows.column(IS_DELETE).combine_chunks()

@@ -54,6 +54,9 @@ def widened(table_type: pa.DataType, incoming: pa.DataType) -> pa.DataType | Non
     if pa.types.is_list(t) and pa.types.is_list(i):
         inner = widened(t.value_type, i.value_type)
         return pa.list_(inner) if inner is not None else None
+    if pa.types.is_map(t) and pa.types.is_map(i) and same_type(t.key_type, i.key_type):
+        value = widened(t.item_type, i.item_type)
+        return pa.map_(t.key_type, value) if value is not None else None
     return None
 
 
