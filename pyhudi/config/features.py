@@ -110,6 +110,7 @@ for _key in ("hoodie.memory.merge.max.size", "hoodie.memory.compaction.max.size"
            "pyarrow and Spark, and the merged records are the same.", parse_str)
 for _key in ("hoodie.rollback.parallelism", "hoodie.cleaner.parallelism", "hoodie.finalize.write.parallelism",
              "hoodie.markers.delete.parallelism", "hoodie.file.listing.parallelism",
-             "hoodie.archive.delete.parallelism"):
+             "hoodie.archive.delete.parallelism", "hoodie.simple.index.parallelism",
+             "hoodie.global.simple.index.parallelism"):
     option(_key, None, _NO_EFFECT + "Spark parallelism of one of Hudi's JVM stages; pyhudi sizes its own "
            "stages, and the files written are the same.", parse_str)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -230,7 +230,7 @@ def _predicate(f: Any) -> S.Predicate | None:
                D.LessThanOrEqual: "<="}
     for kind, op in compare.items():
         if type(f) is kind:
-            return S.Compare(name, op, f.value)
+            return S.Compare(name, op, cast(Any, f).value)
     if isinstance(f, D.In):
         return S.In(name, tuple(f.value))
     if isinstance(f, D.IsNull):
