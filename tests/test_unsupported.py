@@ -60,7 +60,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.table.base.file.format", "LANCE"),
     ("hoodie.table.base.file.format", "ORC"),
     ("hoodie.datasource.hive_sync.enable", "true"),
-    ("hoodie.datasource.hive_sync.database", "db"),  # a Hudi key pyhudi does not declare at all
+    ("hoodie.bootstrap.base.path", "/src"),  # a Hudi key pyhudi does not declare at all
     ("hoodie.schema.on.read.enable", "true"),
     ("hoodie.datasource.write.drop.partition.columns", "true"),
     ("hoodie.record.merge.mode", "CUSTOM"),
@@ -119,8 +119,16 @@ def test_a_merge_mode_stands_for_its_payload_and_must_agree_with_one_given():
                        "hoodie.datasource.write.payload.class": C.DEFAULT_PAYLOAD})
 
 
+def test_sync_settings_without_sync_and_defaults_of_unimplemented_features_are_accepted():
+    """Pipelines pass catalog settings with sync off, and Hudi's defaults ask for nothing missing."""
+    HudiConfig.of({"hoodie.datasource.hive_sync.enable": "false", "hoodie.datasource.hive_sync.database": "db",
+                   "hoodie.datasource.hive_sync.mode": "hms", "hoodie.datasource.query.incremental.format":
+                   "latest_state", "hoodie.metrics.on": "false", "hoodie.write.num.retries.on.conflict.failures": "0"})
+
+
 @pytest.mark.parametrize("key, value", [("hoodie.table.cdc.enabled", "true"), ("hoodie.write.table.version", "9"),
-                                        ("hoodie.datasource.hive_sync.mode", "hms")])
+                                        ("hoodie.datasource.hive_sync.enable", "true"),
+                                        ("hoodie.bootstrap.base.path", "/src")])
 def test_a_write_with_an_unimplemented_option_writes_nothing(spark, base_table, tmp_path, key, value):
     new = str(tmp_path / "new")
     df = spark.createDataFrame([("d", "x", 2, 4)], SCHEMA)
@@ -196,20 +204,44 @@ def test_a_table_version_pyhudi_cannot_know_is_refused(spark, base_table, tmp_pa
         pyhudi.HudiTable(path)
 
 
-@pytest.mark.parametrize("changes, named", [
+MERGES = [
     ({P.PAYLOAD_CLASS: "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, "PartialUpdateAvroPayload"),
     ({P.MERGE_MODE: "CUSTOM"}, "hoodie.record.merge.mode=CUSTOM"),
-    ({P.DROP_PARTITION_COLUMNS: "true"}, "hoodie.datasource.write.drop.partition.columns=true"),
+]
+
+
+@pytest.mark.parametrize("changes, named", [
+    *MERGES, ({P.DROP_PARTITION_COLUMNS: "true"}, "hoodie.datasource.write.drop.partition.columns=true"),
 ])
-def test_table_features_pyhudi_cannot_read_are_refused(spark, base_table, tmp_path, changes, named):
+def test_table_features_pyhudi_cannot_write_are_refused(spark, base_table, tmp_path, changes, named):
+    """Writes merge records, so a payload pyhudi does not implement refuses them; a copy-on-write
+    read merges nothing and reads the base files, except where their partition columns were dropped."""
     path = _copy(base_table, tmp_path)
     _set_properties(path, changes)
     before = _files(path)
-    with pytest.raises(pyhudi.HudiUnsupportedError, match=named):
-        pyhudi.read(spark, path)
+    if P.DROP_PARTITION_COLUMNS in changes:
+        with pytest.raises(pyhudi.HudiUnsupportedError, match=named):
+            pyhudi.read(spark, path)
+    else:
+        assert sorted((r["id"], r["v"]) for r in pyhudi_rows(spark, path)) == [("a", 1), ("b", 2), ("c", 3)]
     with pytest.raises(pyhudi.HudiUnsupportedError, match=named):
         pyhudi.write(spark.createDataFrame([("d", "x", 2, 4)], SCHEMA), path, OPTS)
     assert _files(path) == before
+
+
+@pytest.mark.parametrize("changes, named", MERGES)
+def test_a_merge_pyhudi_does_not_implement_refuses_merged_reads(spark, tmp_path, changes, named):
+    """A merge-on-read slice with log files would be merged by another payload's rules: refused;
+    its base files alone (read_optimized) still read."""
+    path = str(tmp_path / "mor")
+    mor = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "false"}
+    pyhudi.write(spark.createDataFrame(ROWS, SCHEMA), path, {**mor, "hoodie.datasource.write.operation": "insert"})
+    pyhudi.write(spark.createDataFrame([("a", "x", 2, 10)], SCHEMA), path, mor)
+    _set_properties(path, changes)
+    with pytest.raises(pyhudi.HudiUnsupportedError, match=named):
+        pyhudi.read(spark, path)
+    ro = pyhudi.read(spark, path, {"hoodie.datasource.query.type": "read_optimized"})
+    assert sorted((r["id"], r["v"]) for r in ro.collect()) == [("a", 1), ("b", 2), ("c", 3)]
 
 
 def test_a_merge_mode_of_a_newer_table_is_its_payload(base_table, tmp_path):

@@ -20,7 +20,9 @@ from typing import Any
 
 from pyhudi.config.registry import (
     DERIVED,
+    REGISTRY,
     UNIMPLEMENTED_WHY,
+    hudi_keys,
     only,
     only_false,
     option,
@@ -84,11 +86,36 @@ def _merge_mode_sets_payload(resolved: dict[str, Any]) -> None:
 DERIVED.append(_merge_mode_sets_payload)
 
 
+INCREMENTAL_FORMAT = option(
+    "hoodie.datasource.query.incremental.format", "latest_state",
+    "What an incremental query returns: the latest state of each record written in the range; CDC "
+    "queries (cdc) are not implemented.",
+    only("latest_state", hudi_accepts="cdc (change data queries)"))
+METRICS_ON = option(
+    "hoodie.metrics.on", False,
+    "Metrics reporting: pyhudi reports no metrics (its commit metadata holds each write's statistics), "
+    "so only false is accepted.",
+    only_false(hudi_does="sends metrics to a reporter"))
+COMMIT_CALLBACK_ON = option(
+    "hoodie.write.commit.callback.on", False,
+    "A callback after each commit: not implemented, so only false is accepted.",
+    only_false(hudi_does="calls a commit callback (HTTP, Kafka, Pulsar) after every commit"))
+EARLY_CONFLICT_DETECTION = option(
+    "hoodie.write.concurrency.early.conflict.detection.enable", False,
+    "Conflict detection while files are written: pyhudi detects conflicts at commit, so only false is accepted.",
+    only_false(hudi_does="checks markers of other writers while writing"))
+CONFLICT_RETRIES = option(
+    "hoodie.write.num.retries.on.conflict.failures", "0",
+    "Retries of a write that failed with a conflict: pyhudi does not retry (the write fails with "
+    "HudiWriteConflictError and is rolled back), so only 0 is accepted.",
+    only("0", hudi_accepts="a number of retries"))
+ROLLBACK_USING_MARKERS = option(
+    "hoodie.rollback.using.markers", "true",
+    "Rollbacks find a failed write's files by its markers, as pyhudi always does.",
+    only("true", hudi_accepts="false (rollback by listing)"))
+
 UNIMPLEMENTED_WHY.update({
-    "hoodie.datasource.query.incremental.format":
-        "CDC queries (incremental.format=cdc) are not implemented; incremental queries return the latest state",
     "hoodie.table.multiple.base.file.formats.enable": "pyhudi reads and writes parquet base files only",
-    "hoodie.metrics.on": "pyhudi reports no metrics; its commit metadata holds each write's statistics",
 })
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +135,30 @@ for _key in ("hoodie.memory.merge.max.size", "hoodie.memory.compaction.max.size"
              "hoodie.common.spillable.diskmap.type", "hoodie.common.diskmap.compression.enabled"):
     option(_key, None, _NO_EFFECT + "memory budget or spill map of Hudi's JVM merges; pyhudi merges with "
            "pyarrow and Spark, and the merged records are the same.", parse_str)
+for _key, _why in (
+        ("hoodie.auto.commit", "a setting of Hudi's write client; a pyhudi write always commits at its end"),
+        ("hoodie.consistency.check.enabled", "Hudi's wait for files to show on eventually consistent storage; "
+         "pyhudi's storage is read-after-write consistent (local disk, S3)"),
+        ("hoodie.avro.schema.validate", "pyhudi checks every write's schema against the table's whatever the value"),
+        ("hoodie.write.executor.type", "the queue between Hudi's record reader and writer threads"),
+        ("hoodie.write.buffer.limit.bytes", "the size of that queue"),
+        ("hoodie.filesystem.view.type", "where Hudi's driver keeps its file-system view"),
+        ("hoodie.compaction.lazy.block.read", "when Hudi's log reader loads block contents"),
+        ("hoodie.file.index.enable", "Hudi's Spark file index; pyhudi plans its reads itself"),
+        ("hoodie.sql.insert.mode", "Spark SQL INSERT INTO only; a DataFrame write names its operation"),
+        ("hoodie.spark.sql.insert.into.operation", "Spark SQL INSERT INTO only; a DataFrame write names its "
+         "operation")):
+    option(_key, None, _NO_EFFECT + _why + ".", parse_str)
+
+# Catalog sync is refused where it is switched on (HIVE_SYNC_ENABLE, META_SYNC_ENABLE above); its
+# settings, which pipelines often pass with sync off, do nothing without it.
+_DECLARED = {k.lower() for k in REGISTRY} | {a.lower() for o in REGISTRY.values() for a in o.aliases}
+for _key in sorted(hudi_keys()):
+    if _key.startswith(("hoodie.datasource.hive_sync.", "hoodie.datasource.meta.sync.", "hoodie.meta.sync.",
+                        "hoodie.datasource.meta_sync.")) and _key not in _DECLARED:
+        option(_key, None, _NO_EFFECT + "a catalog sync setting; sync itself is not implemented and is "
+               "refused when enabled.", parse_str)
+
 for _key in ("hoodie.rollback.parallelism", "hoodie.cleaner.parallelism", "hoodie.finalize.write.parallelism",
              "hoodie.markers.delete.parallelism", "hoodie.file.listing.parallelism",
              "hoodie.archive.delete.parallelism", "hoodie.simple.index.parallelism",

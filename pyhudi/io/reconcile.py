@@ -105,4 +105,8 @@ def reconcile_column(column: pa.ChunkedArray | pa.Array, target: pa.DataType, *,
     chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column], column.type)
     if pa.types.is_null(chunked.type):
         return pa.chunked_array([pa.nulls(len(chunked), target)], target)
-    return pc.cast(chunked, target, safe=False)
+    try:
+        return pc.cast(chunked, target, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise HudiSchemaError(f"{source}: column {path} of type {chunked.type} cannot be read as {target} ({exc}); "
+                              "the table cannot be read as its schema says") from None

@@ -128,7 +128,9 @@ class HudiReader(DataSourceReader):
                       or s.base_file.path in kept]
         if file_schema is None:
             return [InputPartition(None)]
-        spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
+        merges = files.merged and any(s.log_files for s in slices)  # the payload matters only then
+        spec = MergeSpec.of(table.config.precombine_field,
+                            (table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)) if merges else None)
         shared = (table.storage.base_uri, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
                   files.view.visibility(), files.commit_filter, self.schema_json)
         pieces = [s.to_read() if files.merged else dataclasses.replace(s.to_read(), log_files=()) for s in slices]

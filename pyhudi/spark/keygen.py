@@ -209,7 +209,8 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
     listing = table.metadata_listing() if table is not None else None
     existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
-    check_partition_paths(paths.toArrow().column("p").combine_chunks(), fields=spec.partition_fields,
+    distinct = pa.array([r[0] for r in paths.collect()], pa.string())  # one row per partition: few
+    check_partition_paths(distinct, fields=spec.partition_fields,
                           storage=table.storage if table is not None else None, existing=existing)
 
 

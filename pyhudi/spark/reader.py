@@ -70,7 +70,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
     Time travel and incremental pulls are checked against what the cleaner removed first: a query
     that would miss files fails with :class:`HudiRetentionError` instead of returning partial data.
     """
-    table.config.check_data_table()
+    table.config.check_data_table(merges=False)
     query = cfg.get(C.QUERY_TYPE)
     if query == "incremental":
         plan = plan_incremental(table, cfg.get(C.BEGIN_INSTANT), cfg.get(C.END_INSTANT),
@@ -112,7 +112,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     """
     cfg = HudiConfig.of(options)
     table = HudiTable(path)
-    table.config.check_data_table()
+    table.config.check_data_table(merges=False)
     as_of = schema_instant(cfg)
     arrow = table.arrow_schema(as_of=as_of)
     schema = spark_schema(spark, table, arrow=arrow)
@@ -253,11 +253,19 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
     target_avro = table.avro_schema(as_of=as_of)
     schema_of: dict[str, str] = {}
     groups: dict[str, list[BaseFile]] = {}
+    unknown: dict[str, str] = {}  # instant -> one of its files, where the commit was archived
     for b in bases:
-        if b.instant_time not in schema_of:
+        if b.instant_time not in schema_of and b.instant_time not in unknown:
             recorded = _commit_schema(table, b.instant_time)
-            # an archived commit's schema is unknown here: its own footer tells
-            schema_of[b.instant_time] = recorded if recorded is not None else f"instant {b.instant_time}"
+            if recorded is not None:
+                schema_of[b.instant_time] = recorded
+            else:
+                unknown[b.instant_time] = b.path
+    if unknown:  # an archived commit's schema is unknown here: its files' footers tell, read at once
+        read_footers = footers(table.storage, list(unknown.values()))
+        for instant, rel in unknown.items():
+            schema_of[instant] = "footer " + str(read_footers[rel].schema.to_arrow_schema().remove_metadata())
+    for b in bases:
         groups.setdefault(schema_of[b.instant_time], []).append(b)
     same: list[str] = []
     parts = []

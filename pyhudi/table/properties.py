@@ -269,9 +269,12 @@ class TableConfig:
                 "COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING); use Apache Hudi's own Spark bundle for this table")
         return payload
 
-    def check_data_table(self) -> None:
+    def check_data_table(self, *, merges: bool = True) -> None:
         """Fail, naming the feature, when this data table has files pyhudi cannot read right: base
-        files of another format than parquet, or data files without their partition columns."""
+        files of another format than parquet, or data files without their partition columns; with
+        ``merges`` (writes), also a payload or merge mode pyhudi does not implement. A read checks
+        that only where it merges log records (:meth:`payload_class`), so the base files of a table
+        with another payload still read."""
         fmt = self.base_file_format
         if fmt != "PARQUET":
             raise HudiUnsupportedError(
@@ -281,7 +284,8 @@ class TableConfig:
             raise HudiUnsupportedError(
                 f"table {self.name} has {DROP_PARTITION_COLUMNS}=true (its data files lack the partition "
                 "columns), which pyhudi does not implement; use Apache Hudi's own Spark bundle for this table")
-        self.payload_class  # noqa: B018 -- raises for a merge pyhudi does not implement
+        if merges:
+            self.payload_class  # noqa: B018 -- raises for a merge pyhudi does not implement
 
     @property
     def metadata_partitions(self) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ pyarrow: the CLI and tests use it without a SparkSession.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,18 @@ def has_timeline(storage: Storage) -> bool:
 def table_exists(storage: Storage) -> bool:
     """Whether the storage holds a table: a config, its backup, or a timeline."""
     return (storage.exists(P.PROPERTIES_FILE) or storage.exists(P.BACKUP_FILE)) or has_timeline(storage)
+
+
+def _is_record_schema(schema: str | None) -> bool:
+    """Whether a commit's recorded schema is a table schema (an Avro record): Apache Hudi records
+    none, or ``"null"``, for operations that write no records, such as ``delete_partition``."""
+    if not schema:
+        return False
+    try:
+        parsed = json.loads(schema)
+    except ValueError:
+        return True  # let the schema reader name what is wrong with it
+    return isinstance(parsed, dict) and parsed.get("type") == "record"
 
 
 class HudiTable:
@@ -215,7 +228,7 @@ class HudiTable:
                     if as_of is not None and inst.timestamp > as_of:
                         continue
                     meta = self.timeline.commit_metadata(inst)
-                    if not meta.schema:
+                    if not _is_record_schema(meta.schema):  # none, or "null" (Hudi's delete_partition)
                         continue
                     if meta.compacted or meta.operation_type in _SERVICE_OPERATIONS:
                         service = service or meta.schema
