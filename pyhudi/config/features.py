@@ -28,9 +28,8 @@ from pyhudi.config.registry import (
     option,
     parse_str,
 )
-from pyhudi.config.table import PAYLOAD_CLASS
+from pyhudi.config.table import PAYLOAD_CLASS, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError
-from pyhudi.table.properties import PAYLOAD_OF_MERGE_MODE
 
 # ---------------------------------------------------------------------------------------------
 # Options of which pyhudi implements Hudi's default only

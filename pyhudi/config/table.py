@@ -78,9 +78,13 @@ POPULATE_META_FIELDS = option(
 CONSISTENT_LOGICAL_TIMESTAMP = option(
     "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False,
     "Render timestamp/date key values as their logical value instead of the raw number.", parse_bool)
+OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+#: The payload class whose semantics a record merge mode (Hudi 1.x, table version 8 on) names.
+PAYLOAD_OF_MERGE_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
 PAYLOAD_CLASS = option(
     "hoodie.datasource.write.payload.class",
-    "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    OVERWRITE_PAYLOAD,
     "Merge semantics: OverwriteWithLatestAvroPayload (incoming wins) or DefaultHoodieRecordPayload "
     "(the stored record wins when its ordering value is larger).",
     lambda v: _parse_payload(v),
@@ -173,15 +177,9 @@ TIMESTAMP_TIMEZONE = option(
     aliases=(_TB_OLD + "timezone",))
 
 
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-
-
 def _parse_payload(value: Any) -> str:
     text = str(value).strip()
-    known = {
-        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
-        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
-    }
+    known = {OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD}
     if text not in known:
         raise Unimplemented(
             f"payload class {text!r} is not implemented; use one of {', '.join(sorted(known))}")

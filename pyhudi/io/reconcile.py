@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 from pyhudi.errors import HudiSchemaError
 from pyhudi.io.avro_schema import hudi_storage_type
 
-_NUMERIC_RANK = {"int32": 0, "int64": 1, "float": 2, "double": 3}
+#: Hudi's numeric widening order: a type may be read (or evolve) as any type of higher rank
+NUMERIC_RANK = {"int32": 0, "int64": 1, "float": 2, "double": 3}
 _TIME_UNITS = {"s": 0, "ms": 1, "us": 2, "ns": 3}
 
 
@@ -57,7 +58,7 @@ def promotion_problem(source: pa.DataType, target: pa.DataType, *, path: str) ->
     if kind == "map":
         return (promotion_problem(s.key_type, t.key_type, path=f"{path}{{key}}")
                 or promotion_problem(s.item_type, t.item_type, path=f"{path}{{value}}"))
-    rank_s, rank_t = _NUMERIC_RANK.get(str(s)), _NUMERIC_RANK.get(str(t))
+    rank_s, rank_t = NUMERIC_RANK.get(str(s)), NUMERIC_RANK.get(str(t))
     if s == t or (rank_s is not None and rank_t is not None and rank_s <= rank_t):
         return None
     if pa.types.is_decimal(s) and pa.types.is_decimal(t) and t.scale >= s.scale \

@@ -110,9 +110,7 @@ def nesting_problems(paths: pa.Array, existing: pa.Array) -> list[str]:
     lines = []
     above = pc.unique(pc.filter(existing, pc.is_in(existing, value_set=_ancestors(paths))))
     if len(above):
-        pairs = [f"{p!r} would hold {_quoted(_children_of(p, paths))}" for p in above.slice(0, _EXAMPLES).to_pylist()]
-        lines.append(f"  {'; '.join(pairs)}: the table's partition would become the parent folder of "
-                     "another partition (readers would lose one of them)")
+        lines.append(_existing_parents_line(above.to_pylist(), paths))
     below = pc.filter(paths, pc.is_in(paths, value_set=_ancestors(existing)))
     if len(below):
         pairs = [f"{p!r} holds the table's {_quoted(_children_of(p, existing))}"
@@ -129,26 +127,32 @@ def table_problems(storage: Storage, paths: pa.Array) -> list[str]:
     (it holds partitions below it)."""
     paths = paths.cast(pa.string())
     lines = []
-    parents = _ancestors(paths).to_pylist()
-    if parents:
-        probes = [f"{p}/{name}" for p in parents for name in _METAFILES]
-        found = sorted({p for p, info in zip([p for p in parents for _ in _METAFILES], _file_info(storage, probes))
-                        if info.type == pafs.FileType.File})
-        if found:
-            pairs = [f"{p!r} would hold {_quoted(_children_of(p, paths))}" for p in found[:_EXAMPLES]]
-            lines.append(f"  {'; '.join(pairs)}: the table's partition would become the parent folder of "
-                         "another partition (readers would lose one of them)")
+    found = sorted(_partitions_among(storage, _ancestors(paths).to_pylist()))
+    if found:
+        lines.append(_existing_parents_line(found, paths))
     names = paths.to_pylist()
     folders = [p for p, info in zip(names, _file_info(storage, names)) if info.type == pafs.FileType.Directory]
     if folders:
-        probes = [f"{p}/{name}" for p in folders for name in _METAFILES]
-        marked = {p for p, info in zip([p for p in folders for _ in _METAFILES], _file_info(storage, probes))
-                  if info.type == pafs.FileType.File}
+        marked = _partitions_among(storage, folders)
         holders = [p for p in folders if p not in marked]
         if holders:
             lines.append(f"  {_quoted(holders[:_EXAMPLES])}: the table has partitions inside this folder; "
                          "a partition cannot be the parent folder of another (readers would lose one of them)")
     return lines
+
+
+def _existing_parents_line(parents: list[str], paths: pa.Array) -> str:
+    """The complaint for partitions of the table that would be parent folders of ``paths``."""
+    pairs = [f"{p!r} would hold {_quoted(_children_of(p, paths))}" for p in parents[:_EXAMPLES]]
+    return (f"  {'; '.join(pairs)}: the table's partition would become the parent folder of "
+            "another partition (readers would lose one of them)")
+
+
+def _partitions_among(storage: Storage, folders: list[str]) -> set[str]:
+    """The ``folders`` that are partitions: those holding a partition marker file, in any of its names."""
+    probes = [(folder, f"{folder}/{name}") for folder in folders for name in _METAFILES]
+    infos = _file_info(storage, [rel for _, rel in probes])
+    return {folder for (folder, _), info in zip(probes, infos) if info.type == pafs.FileType.File}
 
 
 def _file_info(storage: Storage, rels: list[str]) -> list[pafs.FileInfo]:

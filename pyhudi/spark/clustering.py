@@ -111,8 +111,7 @@ def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
 
 def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
              plan: Any, started: float) -> dict[str, Any]:
-    schema_json = table.avro_schema()  # the latest table schema: written to the new files and recorded
-    file_schema = table.arrow_schema_of(schema_json) if schema_json else table.newest_file_schema()
+    schema_json, file_schema = table.schemas()  # the latest table schema: written to the new files and recorded
     if file_schema is None:
         raise HudiClusteringError(f"{table.path} has no committed schema to cluster with")
     avro = table_avro_schema(file_schema, table.name, with_meta_fields=True)

@@ -80,8 +80,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
 def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
              operations: tuple, started: float) -> CommitMetadata:
     timeline = table.timeline
-    schema_json = table.avro_schema()  # the latest table schema: written to the new base files and recorded
-    file_schema = table.arrow_schema_of(schema_json) if schema_json else table.newest_file_schema()
+    schema_json, file_schema = table.schemas()  # the latest table schema: written to the new base files and recorded
     if file_schema is None:
         raise HudiCompactionError(f"{table.path} has no table schema in its commits and no base file to take "
                                   "one from")

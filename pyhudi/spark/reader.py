@@ -250,7 +250,7 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
         df = parquet_files(spark, read_schema, uris)
         return with_file_id(df, names=names) if file_ids else df
 
-    target_avro = table.avro_schema(as_of=as_of)
+    target_avro, arrow_target = table.schemas(as_of=as_of)
     schema_of: dict[str, str] = {}
     groups: dict[str, list[BaseFile]] = {}
     unknown: dict[str, str] = {}  # instant -> one of its files, where the commit was archived
@@ -269,7 +269,6 @@ def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.St
         groups.setdefault(schema_of[b.instant_time], []).append(b)
     same: list[str] = []
     parts = []
-    arrow_target = table.arrow_schema(as_of=as_of)
     for key, files in groups.items():
         uris = [table.storage.uri(b.path) for b in files]
         if key == target_avro or arrow_target is None:

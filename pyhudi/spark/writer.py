@@ -238,9 +238,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if replace != DELETE_PARTITION:  # before the table or an instant exists: a refusal leaves no trace
         try:
             check_partitions(data, spec, table)
-        except HudiError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # a key generator failing inside the Spark job carries pyhudi's marker
             translated = translate(exc)
             if translated is None:
                 raise

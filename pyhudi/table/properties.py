@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiTablePropertiesError, HudiUnsupportedError
 from pyhudi.storage import Storage
 
@@ -57,10 +58,6 @@ MULTIPLE_BASE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
 
 #: Newest table version of Apache Hudi (1.1); a table claiming a later one has a format pyhudi cannot know.
 HIGHEST_TABLE_VERSION = 9
-OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
-DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-#: The payload class whose semantics a table's record merge mode (table version 8 on) names.
-PAYLOAD_OF_MERGE_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
 
 #: the table version from which every Hudi table config carries ``hoodie.table.checksum``
 CHECKSUM_SINCE_VERSION = 4

@@ -267,11 +267,17 @@ class HudiTable:
         (:mod:`pyhudi.io.reconcile`). A table whose commits record no schema is read as its newest
         base file.
         """
+        return self.schemas(as_of=as_of)[1]
+
+    def schemas(self, *, as_of: str | None = None) -> tuple[str | None, pa.Schema | None]:
+        """The table schema as Avro JSON (:meth:`avro_schema`) and as the file schema every file is
+        read as (:meth:`arrow_schema`), from one walk of the commits; for services that write the
+        schema they read with."""
         writes = self.timeline.completed_writes()
         if not any(as_of is None or w.timestamp <= as_of for w in writes):
-            return None
+            return None, None
         avro = self.avro_schema(as_of=as_of)
-        return self.arrow_schema_of(avro) if avro else self.newest_file_schema()
+        return avro, self.arrow_schema_of(avro) if avro else self.newest_file_schema()
 
     def arrow_schema_of(self, avro: str) -> pa.Schema:
         """The file schema (meta columns first) of the Avro table schema ``avro``."""

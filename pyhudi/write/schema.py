@@ -13,8 +13,7 @@ import pyarrow as pa
 
 from pyhudi.errors import HudiSchemaError
 from pyhudi.io.avro_schema import META_FIELDS, hudi_storage_type
-
-_RANK = {"int32": 0, "int64": 1, "float": 2, "double": 3}
+from pyhudi.io.reconcile import NUMERIC_RANK
 
 
 def _norm(t: pa.DataType) -> pa.DataType:
@@ -41,8 +40,8 @@ def widened(table_type: pa.DataType, incoming: pa.DataType) -> pa.DataType | Non
     if same_type(table_type, incoming):
         return table_type
     t, i = _norm(table_type), _norm(incoming)
-    if str(t) in _RANK and str(i) in _RANK:
-        return t if _RANK[str(t)] >= _RANK[str(i)] else i
+    if str(t) in NUMERIC_RANK and str(i) in NUMERIC_RANK:
+        return t if NUMERIC_RANK[str(t)] >= NUMERIC_RANK[str(i)] else i
     if pa.types.is_decimal(t) and pa.types.is_decimal(i):
         scale = max(t.scale, i.scale)
         digits = max(t.precision - t.scale, i.precision - i.scale)
