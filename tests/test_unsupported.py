@@ -39,6 +39,7 @@ def base_table(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("unsupported") / "t")
     pyhudi.write(spark.createDataFrame(ROWS, SCHEMA), path,
                  {**OPTS, "hoodie.datasource.write.operation": "bulk_insert", "hoodie.metadata.enable": "false"})
+    assert sorted((r["id"], r["p"], r["ts"], r["v"]) for r in hudi_rs_rows(path)) == sorted(ROWS)
     return path
 
 
@@ -237,6 +238,9 @@ def test_a_merge_pyhudi_does_not_implement_refuses_merged_reads(spark, tmp_path,
     mor = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.metadata.enable": "false"}
     pyhudi.write(spark.createDataFrame(ROWS, SCHEMA), path, {**mor, "hoodie.datasource.write.operation": "insert"})
     pyhudi.write(spark.createDataFrame([("a", "x", 2, 10)], SCHEMA), path, mor)
+    merged = [("a", 10), ("b", 2), ("c", 3)]
+    assert sorted((r["id"], r["v"]) for r in hudi_rs_rows(path)) == merged
+    assert sorted((r["id"], r["v"]) for r in pyhudi_rows(spark, path)) == merged
     _set_properties(path, changes)
     with pytest.raises(pyhudi.HudiUnsupportedError, match=named):
         pyhudi.read(spark, path)
