@@ -9,7 +9,7 @@ applies): a point lookup by key, one drone's readings, a lat/lon box, and ``avg(
 
 A last part loads the same rows into one partition (one clustering group of all the files) and
 clusters it twice, merged and ordered in one task and ordered by Spark
-(``pyhudi.spark.clustering.IN_TASK_GROUP_BYTES``), with the peak memory of a Python worker.
+(``pyhudi.spark.clustering_job.IN_TASK_GROUP_BYTES``), with the peak memory of a Python worker.
 
     python benchmarks/clustering.py [--days 20]
     python benchmarks/clustering.py --cluster DIR [--in-task-bytes N]   # one run on a copy of a table
@@ -129,7 +129,7 @@ def one_partition(spark: Any, load: Any, work: Path) -> None:
 
 def cluster_one(path: str, in_task_bytes: int) -> None:
     """The child process of :func:`one_partition`: one clustering run, its figures on one line."""
-    import pyhudi.spark.clustering as clustering
+    import pyhudi.spark.clustering_job as clustering
 
     spark = pyhudi.spark_session()
     clustering.IN_TASK_GROUP_BYTES = in_task_bytes

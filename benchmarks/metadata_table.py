@@ -34,9 +34,9 @@ from timing import median_ms as _median_ms  # noqa: E402
 from workload import daily_batch, pandas_frame, rows  # noqa: E402
 
 import pyhudi  # noqa: E402
+from pyhudi.config import properties as P  # noqa: E402
 from pyhudi.metadata.files import clear_cache  # noqa: E402
 from pyhudi.metadata.table import MetadataTable  # noqa: E402
-from pyhudi.table import properties as P  # noqa: E402
 from pyhudi.table.fs_view import FileSystemView  # noqa: E402
 
 REPEATS = 7

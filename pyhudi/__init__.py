@@ -40,7 +40,7 @@ from pyhudi.errors import (
     HudiWriteConflictError,
 )
 from pyhudi.table.table import HudiTable
-from pyhudi.write.commit import WriteResult
+from pyhudi.write.result import WriteResult
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,8 +105,8 @@ def schedule_clustering(path: str, options: dict[str, Any] | None = None) -> str
 def cluster(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
             instant: str | None = None) -> list[dict[str, Any]]:
     """Run clustering ``instant``, or every pending plan (scheduling one if none is pending); the
-    figures of each (:mod:`pyhudi.spark.clustering`)."""
-    from pyhudi.spark.clustering import cluster as _cluster
+    figures of each (:mod:`pyhudi.spark.clustering_job`)."""
+    from pyhudi.spark.clustering_job import cluster as _cluster
 
     return _cluster(spark, path, options, instant=instant)
 
@@ -125,7 +125,7 @@ def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str
 def compact(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
             instant: str | None = None) -> list[str]:
     """Run compaction ``instant``, or all pending ones (scheduling one if none is pending)."""
-    from pyhudi.spark.compaction import compact as _compact
+    from pyhudi.spark.compaction_job import compact as _compact
 
     return _compact(spark, path, options, instant=instant)
 
@@ -169,7 +169,7 @@ def delete_savepoint(path: str, instant: str, *, options: dict[str, Any] | None 
 
 
 def list_savepoints(path: str) -> list[Any]:
-    from pyhudi.services.savepoint import list_savepoints as _list
+    from pyhudi.plans.savepoint import list_savepoints as _list
 
     return _list(HudiTable(path).timeline)
 

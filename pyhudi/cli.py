@@ -143,7 +143,7 @@ def show_file_groups(table: HudiTable, partition: str | None) -> str:
 
 def show_compactions(table: HudiTable, instant: str | None) -> str:
     """Compaction plans (pending and completed), or the operations of one plan."""
-    from pyhudi.services.compaction import read_plan
+    from pyhudi.plans.compaction import read_plan
     from pyhudi.timeline.instant import COMPACTION, State
 
     if instant is not None:
@@ -320,6 +320,7 @@ def _options(args: argparse.Namespace) -> dict[str, str]:
 
 def service_command(table: HudiTable, args: argparse.Namespace) -> str:
     from pyhudi.config import HudiConfig
+    from pyhudi.plans.savepoint import list_savepoints
     from pyhudi.services import archival, clean, restore, savepoint
 
     if args.command == "clean":
@@ -346,7 +347,7 @@ def service_command(table: HudiTable, args: argparse.Namespace) -> str:
         savepoint.delete_savepoint(table, args.instant, cfg=cfg)
         return f"deleted savepoint {args.instant}"
     rows = [[sp.instant, sp.savepointed_by, _epoch(sp.savepointed_at), sum(len(v) for v in sp.files.values()),
-             sp.comments] for sp in savepoint.list_savepoints(table.timeline)]
+             sp.comments] for sp in list_savepoints(table.timeline)]
     return table_text(["Savepoint", "By", "At", "Files", "Comments"], rows)
 
 

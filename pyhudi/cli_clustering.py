@@ -47,7 +47,7 @@ def clustering_command(table: HudiTable, args: argparse.Namespace, options: dict
 
 def show_clusterings(table: HudiTable, instant: str | None) -> str:
     from pyhudi.cli import human, table_text
-    from pyhudi.services.clustering import read_clustering_plan
+    from pyhudi.plans.clustering import read_clustering_plan
     from pyhudi.timeline.instant import REPLACE_COMMIT, State
 
     timeline = table.timeline

@@ -23,8 +23,8 @@ from pyhudi.timeline.archive import (
     commit_metadata_to_avro,
     list_archive_files,
 )
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import Instant, State, format_instant
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 
 T = [f"2024010100000000{i}" for i in range(10)]

@@ -13,16 +13,10 @@ import pytest
 from conftest import hudi_rs_rows
 
 import pyhudi
+from pyhudi.actions.ordering import hilbert, ordering, sort_column_problem, z_order
 from pyhudi.config import HudiConfig
-from pyhudi.services.clustering import (
-    considered_partitions,
-    hilbert,
-    ordering,
-    pending_clusterings,
-    read_clustering_plan,
-    sort_column_problem,
-    z_order,
-)
+from pyhudi.plans.clustering import pending_clusterings, read_clustering_plan
+from pyhudi.services.clustering import considered_partitions
 from pyhudi.timeline.instant import Instant, State
 
 SCHEMA = "key string, part string, ts long, x double, y double"
@@ -170,7 +164,7 @@ def test_a_dead_clustering_is_run_again_and_a_completed_one_rolled_back(spark, t
     def died(*_args, **_kw):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr("pyhudi.spark.clustering.complete_instant", died)
+    monkeypatch.setattr("pyhudi.spark.clustering_job.complete_instant", died)
     with pytest.raises(RuntimeError):
         pyhudi.cluster(spark, path, {"hoodie.client.heartbeat.interval_in_ms": "100"}, instant=instant)
     monkeypatch.undo()
@@ -333,7 +327,7 @@ def test_large_groups_are_ordered_by_spark_in_the_same_order(spark, tmp_path, mo
     instant = pyhudi.schedule_clustering(path, cluster_opts)
     plan = read_clustering_plan(pyhudi.HudiTable(path).timeline, instant)
     assert sorted(g.num_output_file_groups for g in plan.groups) == [3, 3]
-    monkeypatch.setattr("pyhudi.spark.clustering.IN_TASK_GROUP_BYTES", 0)
+    monkeypatch.setattr("pyhudi.spark.clustering_job.IN_TASK_GROUP_BYTES", 0)
     (done,) = pyhudi.cluster(spark, path, cluster_opts, instant=instant)
     assert done["output_files"] == 6
     assert rows_of(spark, path) == before
@@ -357,7 +351,7 @@ def test_a_table_without_meta_fields_keeps_every_row(spark, tmp_path, monkeypatc
     opts = options(**{"hoodie.populate.meta.fields": "false", "hoodie.datasource.write.operation": "insert"})
     small_files(spark, path, opts, batches=3)
     before = sorted((r["key"], r["x"]) for r in pyhudi.read(spark, path).collect())
-    monkeypatch.setattr("pyhudi.spark.clustering.IN_TASK_GROUP_BYTES", in_task_bytes)
+    monkeypatch.setattr("pyhudi.spark.clustering_job.IN_TASK_GROUP_BYTES", in_task_bytes)
     (done,) = pyhudi.cluster(spark, path, {"hoodie.clustering.plan.strategy.sort.columns": "x"})
     assert done["records"] == len(before) == 90 and done["output_files"] == 2
     assert sorted((r["key"], r["x"]) for r in pyhudi.read(spark, path).collect()) == before

@@ -17,9 +17,9 @@ from conftest import hudi_rs_rows, pyhudi_rows
 from pyspark.sql import types as T
 
 import pyhudi
+from pyhudi.actions.rollback import rollback_instant
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiLockError, HudiWriteConflictError
-from pyhudi.services.rollback import rollback_instant
 from pyhudi.timeline.instant import ROLLBACK
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, heartbeat_path, is_alive
 from pyhudi.transaction.lock import FileSystemLockProvider, InProcessLockProvider, TableLock

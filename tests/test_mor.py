@@ -14,8 +14,8 @@ from test_model import INDEXES, SCHEMA, SIZING, apply, check, index_options, op_
 
 import pyhudi
 from pyhudi.io.log_format import BlockType, read_log_file
-from pyhudi.services.compaction import pending_compactions, read_plan
-from pyhudi.spark.compaction import compact, run_compaction
+from pyhudi.plans.compaction import pending_compactions, read_plan
+from pyhudi.spark.compaction_job import compact, run_compaction
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT
 
 BASE = {

@@ -20,8 +20,8 @@ from pyhudi.report import charts
 from pyhudi.report.advisor import advise
 from pyhudi.report.facts import gather
 from pyhudi.report.page import write_report
-from pyhudi.timeline.metadata import CommitMetadata
-from pyhudi.write.commit import OPTIONS_KEY, PHASES_KEY, record_run
+from pyhudi.timeline.commit_metadata import CommitMetadata
+from pyhudi.write.result import OPTIONS_KEY, PHASES_KEY, record_run
 
 SCHEMA = "key string, part string, ts long, payload string"
 

@@ -316,8 +316,8 @@ def test_sink_clusters_in_the_background_and_batches_wait_for_it(spark, tmp_path
     import logging
     import threading
 
-    import pyhudi.spark.clustering as clustering
-    from pyhudi.services.clustering import pending_clusterings
+    import pyhudi.spark.clustering_job as clustering
+    from pyhudi.plans.clustering import pending_clusterings
     from pyhudi.spark.streaming import HudiStreamSink
 
     run, started = clustering.run_clustering, threading.Event()

@@ -18,7 +18,7 @@ from conftest import hudi_rs_rows, pyhudi_rows
 import pyhudi
 from pyhudi.cli import main as cli_main
 from pyhudi.config import HudiConfig
-from pyhudi.table import properties as P
+from pyhudi.config import properties as P
 from pyhudi.transaction.lock import TableLock
 
 MOR = {

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 import pyhudi
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.table import properties as P
+from pyhudi.config import properties as P
 
 SCHEMA = T.StructType([T.StructField("id", T.StringType()), T.StructField("p", T.StringType()),
                        T.StructField("ts", T.LongType()), T.StructField("v", T.IntegerType())])

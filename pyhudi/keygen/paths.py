@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
+from pyhudi.config.properties import PARTITION_METAFILE
 from pyhudi.errors import HudiPartitionPathError
 from pyhudi.storage import Storage
-from pyhudi.table.properties import PARTITION_METAFILE
 
 #: the names Hudi gives a partition's marker file (``hoodie.partition.metafile.use.base.format``)
 _METAFILES = (PARTITION_METAFILE, PARTITION_METAFILE + ".parquet", PARTITION_METAFILE + ".orc")

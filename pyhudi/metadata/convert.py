@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyhudi.metadata.files import files_record, partitions_record
-from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.timeline.commit_metadata import CommitMetadata
 
 Record = tuple[str, dict]
 

@@ -12,7 +12,7 @@ it inserted or moved, and a delete block of the keys it deleted. A lookup reads,
 only the data blocks the HFile block indexes point its keys to (:func:`lookup`). The values of
 all keys of one file are the same bytes, so encoding and decoding work per file, not per key.
 
-Everything here is plain pyarrow; :mod:`pyhudi.spark.record_index` distributes it.
+Everything here is plain pyarrow; :mod:`pyhudi.spark.record_index_job` distributes it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pyhudi.metadata.keys import file_group_id, file_group_indexes
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, key_columns, read_slice
 from pyhudi.storage import Storage
-from pyhudi.timeline.metadata import WriteStat
+from pyhudi.timeline.commit_metadata import WriteStat
 
 if TYPE_CHECKING:
     from pyhudi.metadata.table import MetadataTable

@@ -40,6 +40,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
+from pyhudi.config import properties as P
+from pyhudi.config.properties import load_table_config, write_partition_metadata
 from pyhudi.errors import HudiCommitError, HudiCorruptFileError
 from pyhudi.io.file_names import log_file_name, log_path_order, parse_base_file, parse_log_file, slice_key
 from pyhudi.io.hfile import CellColumns, as_columns, write_hfile
@@ -60,10 +62,8 @@ from pyhudi.metadata.files import (
 from pyhudi.metadata.keys import file_group_id, file_group_index
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.storage import Storage
-from pyhudi.table import properties as P
-from pyhudi.table.properties import load_table_config, write_partition_metadata
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.markers import APPEND, CREATE, create_marker, delete_markers
 
@@ -338,7 +338,7 @@ class MetadataTable:
                                    f"for instant {instant}")
 
     def _undo(self, tl: Timeline, instant: str, rb_time: str) -> None:
-        from pyhudi.services.rollback import rollback_instant
+        from pyhudi.actions.rollback import rollback_instant
 
         target = next(i for i in tl.instants() if i.timestamp == instant)
         rollback_instant(self.storage, tl, target, rb_time=rb_time)
@@ -346,8 +346,8 @@ class MetadataTable:
     def _finish_interrupted(self, tl: Timeline, *, keep: str, rollback_times: Iterator[str]) -> None:
         """Finish what a crash left pending in the MDT: its rollbacks and cleans run to the end;
         its delta commits and compactions (whose data instants never completed) are undone."""
-        from pyhudi.services.clean import run_clean
-        from pyhudi.services.rollback import finish_pending_rollbacks
+        from pyhudi.actions.clean import run_clean
+        from pyhudi.actions.rollback import finish_pending_rollbacks
         from pyhudi.table.table import HudiTable
         from pyhudi.timeline.instant import CLEAN
 
@@ -373,7 +373,7 @@ class MetadataTable:
             return None
         instant = latest + COMPACTION_SUFFIX
         merged = self.merged_records(data_timeline)
-        from pyhudi.services.compaction import CompactionOperation, CompactionPlan
+        from pyhudi.plans.compaction import CompactionOperation, CompactionPlan
 
         ops, plans = [], []
         for partition, groups in sorted(self.partitions().items()):
@@ -471,7 +471,8 @@ class MetadataTable:
     def _clean(self, instant: str) -> None:
         """Delete slices older than the previous one: readers that listed the MDT before this
         compaction still find their slice."""
-        from pyhudi.services.clean import CleanPlan, run_clean
+        from pyhudi.actions.clean import run_clean
+        from pyhudi.plans.clean import CleanPlan
         from pyhudi.table.table import HudiTable
         from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
         from pyhudi.timeline.instant import CLEAN

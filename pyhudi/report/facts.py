@@ -23,7 +23,7 @@ from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import has_archive
 from pyhudi.timeline.avro_records import read_record
 from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant, parse_instant_time
-from pyhudi.write.commit import OPTIONS_KEY, PHASES_KEY
+from pyhudi.write.result import OPTIONS_KEY, PHASES_KEY
 
 #: operations that bring records in (amplification is measured against them); the rest are services
 INGEST_OPERATIONS = frozenset({"UPSERT", "INSERT", "BULK_INSERT", "DELETE", "UPSERT_PREPPED", "INSERT_PREPPED",

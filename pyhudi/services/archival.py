@@ -32,10 +32,10 @@ import logging
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError
 from pyhudi.io.file_names import slice_key
-from pyhudi.services.clean import last_clean_ectr
-from pyhudi.table import properties as P
+from pyhudi.plans.clean import last_clean_ectr
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import archive_folder, archive_instants
 from pyhudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, SAVEPOINT, WRITE_ACTIONS, State

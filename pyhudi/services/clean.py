@@ -27,83 +27,22 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import posixpath
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from pyhudi import config as C
+from pyhudi.actions.clean import run_clean
+from pyhudi.actions.rollback import rollback_failed_writes
 from pyhudi.config import HudiConfig
-from pyhudi.io.file_names import relative_path
-from pyhudi.metadata.sync import complete_instant
-from pyhudi.services.compaction import pending_compactions, read_plan
-from pyhudi.services.rollback import rollback_failed_writes
-from pyhudi.services.savepoint import savepointed_files
+from pyhudi.plans.clean import CleanPlan, CleanResult, last_clean, last_clean_ectr
+from pyhudi.plans.compaction import pending_compactions, read_plan
+from pyhudi.plans.savepoint import savepointed_files
 from pyhudi.table.fs_view import FileGroup, FileSlice
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.avro_records import CLEAN_METADATA, CLEANER_PLAN, read_record, write_record
-from pyhudi.timeline.instant import CLEAN, Instant, State, new_instant_time, parse_instant_time
+from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
+from pyhudi.timeline.instant import CLEAN, new_instant_time, parse_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
 from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
-
-#: HoodieCleanerPlan version with ``filePathsToBeDeletedPerPartition`` (full paths)
-PLAN_VERSION = 2
-#: HoodieCleanMetadata version
-METADATA_VERSION = 2
-
-
-@dataclass(frozen=True)
-class CleanPlan:
-    """What one clean deletes, per partition (paths relative to the table), and why."""
-
-    policy: str
-    earliest_to_retain: tuple[str, str] | None  # (instant time, action) of the ECTR
-    last_completed_commit: str
-    files: dict[str, tuple[str, ...]]
-
-    @property
-    def file_count(self) -> int:
-        return sum(len(v) for v in self.files.values())
-
-    def to_avro(self, table: HudiTable) -> dict:
-        ectr = None
-        if self.earliest_to_retain is not None:
-            ectr = {"timestamp": self.earliest_to_retain[0], "action": self.earliest_to_retain[1],
-                    "state": State.COMPLETED.name}
-        return {
-            "earliestInstantToRetain": ectr,
-            "lastCompletedCommitTimestamp": self.last_completed_commit,
-            "policy": self.policy,
-            "filesToBeDeletedPerPartition": {},
-            "version": PLAN_VERSION,
-            "filePathsToBeDeletedPerPartition": {
-                p: [{"filePath": table.storage.uri(rel), "isBootstrapBaseFile": False} for rel in rels]
-                for p, rels in sorted(self.files.items())
-            },
-            "partitionsToBeDeleted": [],
-        }
-
-    @classmethod
-    def from_avro(cls, rec: dict) -> CleanPlan:
-        ectr = rec.get("earliestInstantToRetain")
-        files: dict[str, tuple[str, ...]] = {}
-        for p, infos in (rec.get("filePathsToBeDeletedPerPartition") or {}).items():
-            files[p] = tuple(relative_path(p, posixpath.basename(info["filePath"])) for info in infos)
-        for p, names in (rec.get("filesToBeDeletedPerPartition") or {}).items():  # plan version 1
-            files.setdefault(p, tuple(relative_path(p, n) for n in names))
-        return cls(rec.get("policy") or "", (ectr["timestamp"], ectr["action"]) if ectr else None,
-                   rec.get("lastCompletedCommitTimestamp") or "", files)
-
-
-@dataclass(frozen=True)
-class CleanResult:
-    instant: str
-    files_deleted: int
-    failed: int
-    earliest_to_retain: str | None
-    seconds: float
-
 
 # -- planning ------------------------------------------------------------------------------------
 def earliest_commit_to_retain(table: HudiTable, cfg: HudiConfig) -> tuple[str, str] | None:
@@ -131,18 +70,6 @@ def earliest_commit_to_retain(table: HudiTable, cfg: HudiConfig) -> tuple[str, s
         before = [c for c in commits if c.timestamp < pending[0].timestamp]
         chosen = before[-1] if before else None
     return (chosen.timestamp, chosen.action) if chosen else None
-
-
-def last_clean(table: HudiTable) -> dict | None:
-    """The HoodieCleanMetadata of the newest completed clean (None before any clean)."""
-    cleans = table.timeline.completed([CLEAN])
-    return read_record(table.timeline.read_bytes(cleans[-1])) if cleans else None
-
-
-def last_clean_ectr(table: HudiTable) -> str | None:
-    """The earliest commit the newest completed clean retained (None before any clean)."""
-    rec = last_clean(table)
-    return (rec.get("earliestCommitToRetain") or None) if rec else None
 
 
 def _partitions_to_clean(table: HudiTable, cfg: HudiConfig, ectr: str | None) -> list[str] | None:
@@ -257,53 +184,6 @@ def schedule_clean(table: HudiTable, cfg: HudiConfig) -> str | None:
     return instant
 
 
-def run_clean(table: HudiTable, instant: str) -> CleanResult:
-    """Execute a scheduled clean: plan copied to inflight, files deleted, metadata completed."""
-    started = time.monotonic()
-    timeline = table.timeline
-    requested = timeline.path_of(Instant(instant, State.REQUESTED, CLEAN))
-    plan_bytes = table.storage.read_bytes(requested)
-    plan = CleanPlan.from_avro(read_record(plan_bytes))
-    if not timeline.has_state(instant, State.INFLIGHT, CLEAN):
-        timeline.transition_inflight(instant, CLEAN, plan_bytes)
-    storage = table.storage
-    # a savepoint taken after the plan was written protects its files from the plan too
-    saved = savepointed_files(timeline)
-    paths = [(p, rel) for p, rels in plan.files.items() for rel in rels if posixpath.basename(rel) not in saved]
-
-    def delete(item: tuple[str, str]) -> tuple[str, str, bool]:
-        p, rel = item
-        return p, rel, storage.delete(rel) or not storage.exists(rel)
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        outcome = list(pool.map(delete, paths))
-    partition_meta = {}
-    for p, rels in sorted(plan.files.items()):
-        done = [posixpath.basename(rel) for q, rel, ok in outcome if q == p and ok]
-        failed = [posixpath.basename(rel) for q, rel, ok in outcome if q == p and not ok]
-        partition_meta[p] = {"partitionPath": p, "policy": plan.policy,  # savepointed files stay
-                             "deletePathPatterns": [posixpath.basename(r) for r in rels
-                                                    if posixpath.basename(r) not in saved],
-                             "successDeleteFiles": done, "failedDeleteFiles": failed,
-                             "isPartitionDeleted": False}
-    deleted = sum(1 for *_, ok in outcome if ok)
-    seconds = time.monotonic() - started
-    metadata = {
-        "startCleanTime": instant,
-        "timeTakenInMillis": int(seconds * 1000),
-        "totalFilesDeleted": deleted,
-        "earliestCommitToRetain": plan.earliest_to_retain[0] if plan.earliest_to_retain else "",
-        "lastCompletedCommitTimestamp": plan.last_completed_commit,
-        "partitionMetadata": partition_meta,
-        "version": METADATA_VERSION,
-        "bootstrapPartitionMetadata": {},
-    }
-    complete_instant(storage, timeline, instant, CLEAN, write_record(CLEAN_METADATA, metadata))
-    log.info("clean %s: deleted %d files (%d failed) in %.2f s", instant, deleted, len(outcome) - deleted, seconds)
-    return CleanResult(instant, deleted, len(outcome) - deleted,
-                       plan.earliest_to_retain[0] if plan.earliest_to_retain else None, seconds)
-
-
 @under_table_lock
 def clean(table: HudiTable, cfg: HudiConfig, *, force: bool = False) -> list[CleanResult]:
     """Finish cleans left pending, then schedule and run a new one if it is due (or ``force``).
@@ -311,7 +191,7 @@ def clean(table: HudiTable, cfg: HudiConfig, *, force: bool = False) -> list[Cle
     Under the LAZY failed-writes policy the cleaner first rolls back writes whose heartbeat expired.
     """
     table.timeline.reload()
-    from pyhudi.transaction.manager import Concurrency
+    from pyhudi.transaction.concurrency import Concurrency
 
     concurrency = Concurrency.of(cfg)
     if concurrency.failed_writes == "LAZY":

@@ -6,7 +6,7 @@ rewritten by one task. The plan follows Hudi's size-based strategy: in every con
 the slices whose base file is under ``...small.file.limit`` (none pending in another plan), largest
 first, are packed into groups of at most ``...max.bytes.per.group``, each to be written as about
 ``size / ...target.file.max.bytes`` files; at most ``...max.num.groups`` groups. Running the plan
-(:mod:`pyhudi.spark.clustering`) completes ``T.replacecommit`` naming the input file groups in
+(:mod:`pyhudi.spark.clustering_job`) completes ``T.replacecommit`` naming the input file groups in
 ``partitionToReplaceFileIds``; until then readers see the old groups.
 
 Writers meeting a pending plan follow ``hoodie.clustering.updates.strategy``. Under Hudi's default
@@ -31,194 +31,29 @@ import dataclasses
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+from collections.abc import Iterable
 
 from pyhudi import config as C
+from pyhudi.actions.ordering import sort_column_problem
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiClusteringUpdateError
-from pyhudi.io.avro_schema import RECORD_KEY
-from pyhudi.io.file_names import log_path_order
-from pyhudi.read.merge import SliceToRead
+from pyhudi.plans.clustering import (
+    ClusteringGroup,
+    ClusteringPlan,
+    allows_updates,
+    clustering_file_groups,
+    pending_clusterings,
+    update_refused,
+)
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_record, write_record
-from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State, new_instant_time
+from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State, new_instant_time
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
 
 log = logging.getLogger("pyhudi")
 
-CLUSTER = "CLUSTER"
-PLAN_LAST_COMPLETED = "pyhudi.plan.lastCompletedWrite"
-PLAN_PENDING_WRITES = "pyhudi.plan.pendingWrites"
-EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class ClusteringGroup:
-    """The file slices one task rewrites (``HoodieClusteringGroup``); paths relative to the table."""
-
-    partition_path: str
-    slices: tuple[SliceToRead, ...]
-    num_output_file_groups: int
-    input_bytes: int
-
-
-@dataclass(frozen=True)
-class ClusteringPlan:
-    groups: tuple[ClusteringGroup, ...]
-    sort_columns: tuple[str, ...]
-    strategy_params: Mapping[str, str]
-    preserve_commit_metadata: bool = True
-    #: the newest write completed, and the writes pending, when the plan was made (None: unknown,
-    #: a plan scheduled by Apache Hudi)
-    last_completed: str | None = None
-    pending_writes: tuple[str, ...] = ()
-
-    def file_groups(self) -> set[tuple[str, str]]:
-        return {(s.partition_path, s.file_id) for g in self.groups for s in g.slices}
-
-    def to_bytes(self, base_uri: str) -> bytes:
-        def full(rel: str) -> str:
-            return f"{base_uri.rstrip('/')}/{rel}"
-
-        groups = [{
-            "slices": [{"dataFilePath": full(s.base_file) if s.base_file else "",
-                        "deltaFilePaths": [full(p) for p in s.log_files], "fileId": s.file_id,
-                        "partitionPath": s.partition_path, "bootstrapFilePath": "", "version": 1} for s in g.slices],
-            "metrics": {"TOTAL_IO_READ_MB": g.input_bytes / MB, "TOTAL_LOG_FILES": float(
-                sum(len(s.log_files) for s in g.slices))},
-            "numOutputFileGroups": g.num_output_file_groups, "extraMetadata": None, "version": 1,
-        } for g in self.groups]
-        return write_record(REQUESTED_REPLACE_METADATA_FULL, {
-            "operationType": CLUSTER, "version": 1, "extraMetadata": {} if self.last_completed is None else {
-                PLAN_LAST_COMPLETED: self.last_completed, PLAN_PENDING_WRITES: ",".join(self.pending_writes)},
-            "clusteringPlan": {"inputGroups": groups, "extraMetadata": None, "version": 1,
-                               "preserveHoodieMetadata": self.preserve_commit_metadata,
-                               "strategy": {"strategyClassName": EXECUTION_STRATEGY,
-                                            "strategyParams": dict(self.strategy_params), "version": 1}}})
-
-
-def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPlan | None:
-    """The clustering plan of a pending replacecommit; None when it is another replace (an overwrite)."""
-    requested = Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)
-    try:
-        data = timeline.storage.read_bytes(timeline.path_of(requested))
-    except FileNotFoundError:
-        return None
-    if not data:
-        return None
-    record = read_record(data, REQUESTED_REPLACE_METADATA_FULL)
-    plan = record.get("clusteringPlan")
-    if record.get("operationType") != CLUSTER or not plan:
-        return None
-    base = _without_scheme(timeline.storage.uri("")).rstrip("/") + "/"
-
-    def rel(path: str | None) -> str | None:
-        if not path:
-            return None
-        bare = _without_scheme(path)
-        return bare[len(base):] if bare.startswith(base) else bare
-
-    groups = []
-    for g in plan.get("inputGroups") or []:
-        slices = tuple(SliceToRead(s.get("partitionPath") or "", s.get("fileId") or "", rel(s.get("dataFilePath")),
-                                   # Hudi lists a slice's logs newest first: readers need them oldest first
-                                   tuple(sorted((r for r in (rel(p) for p in s.get("deltaFilePaths") or []) if r),
-                                                key=log_path_order)))
-                       for s in g.get("slices") or [])
-        metrics = g.get("metrics") or {}
-        groups.append(ClusteringGroup(slices[0].partition_path if slices else "", slices,
-                                      int(g.get("numOutputFileGroups") or 1),
-                                      int(float(metrics.get("TOTAL_IO_READ_MB", 0)) * MB)))
-    params = dict((plan.get("strategy") or {}).get("strategyParams") or {})
-    sort = tuple(c.strip() for c in params.get(C.CLUSTERING_SORT_COLUMNS.key, "").split(",") if c.strip())
-    extra = record.get("extraMetadata") or {}
-    pending = tuple(t for t in (extra.get(PLAN_PENDING_WRITES) or "").split(",") if t)
-    return ClusteringPlan(tuple(groups), sort, params, plan.get("preserveHoodieMetadata") is not False,
-                          last_completed=extra.get(PLAN_LAST_COMPLETED) if PLAN_LAST_COMPLETED in extra else None,
-                          pending_writes=pending)
-
-
-def _without_scheme(path: str) -> str:
-    """A path or URI as scheme-less, slash-free at the start (file:/t, file:///t, /t and s3a://b/t alike)."""
-    return re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*:(//)?", "", path).lstrip("/")
-
-
-def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPlan]]:
-    """Pending replacecommits that are clustering plans, oldest first."""
-    out = []
-    for inst in timeline.pending([REPLACE_COMMIT]):
-        plan = read_clustering_plan(timeline, inst.timestamp)
-        if plan is not None:
-            out.append((inst, plan))
-    return out
-
-
-def clustering_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
-    """(partition, file id) -> the pending clustering that rewrites the group."""
-    return {g: inst.timestamp for inst, plan in pending_clusterings(timeline) for g in plan.file_groups()}
-
-
-def writes_since_plan(timeline: Timeline, instant_time: str, plan: ClusteringPlan) -> list[Instant]:
-    """Completed writes that had not completed when the plan ``instant_time`` was made."""
-    out = []
-    # Hudi's plan has no record of the writes under way: a write after it, or one completed after it was written
-    planned_at = timeline.mtime_ns(Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)) or 0
-    for w in timeline.completed_writes():
-        if w.timestamp == instant_time:
-            continue
-        if plan.last_completed is None:
-            after = w.timestamp > instant_time or (timeline.mtime_ns(w) or 0) >= planned_at
-        else:
-            after = w.timestamp > plan.last_completed or w.timestamp in plan.pending_writes
-        if after:
-            out.append(w)
-    return out
-
-
-def clustering_conflicts(timeline: Timeline, instant_time: str,
-                         plan: ClusteringPlan) -> dict[str, list[tuple[str, str]]]:
-    """Writes completed since the plan was made that changed or replaced its file groups (the
-    clustering, which rewrites the slices the plan names, would drop their changes): write -> groups."""
-    from pyhudi.transaction.conflict import touched_file_groups
-
-    groups = plan.file_groups()
-    out = {}
-    for w in writes_since_plan(timeline, instant_time, plan):
-        hit = sorted(touched_file_groups(timeline.commit_metadata(w)) & groups)
-        if hit:
-            out[w.timestamp] = hit
-    return out
-
-
-def allows_updates(cfg: HudiConfig) -> bool:
-    """Whether writes may update file groups of pending clusterings (Hudi's allow update strategy)."""
-    return cfg.get(C.CLUSTERING_UPDATES_STRATEGY) == C.UPDATE_STRATEGIES[1]
-
-
-def describe_groups(groups: list[tuple[str, str]], limit: int = 5) -> str:
-    """``partition/fileId`` of the first ``limit`` file groups, for error messages."""
-    shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in groups[:limit])
-    return shown + (f" and {len(groups) - limit} more" if len(groups) > limit else "")
-
-
-def update_refused(instant: str, path: str, hit: list[tuple[str, str]], plans: Iterable[str], *,
-                   written: bool) -> HudiClusteringUpdateError:
-    """The error of a write refused for updating file groups that clustering ``plans`` rewrite."""
-    outcome = "it was rolled back" if written else "nothing was written"
-    return HudiClusteringUpdateError(
-        f"write {instant} to {path} updates file groups that clustering {', '.join(sorted(set(plans)))} rewrites "
-        f"({describe_groups(hit)}); {outcome}. "
-        "Run the clustering first (`pyhudi clustering run`), then the write again, or let writes go on beside "
-        f"clusterings with {C.CLUSTERING_UPDATES_STRATEGY.key}=SparkAllowUpdateStrategy")
 
 
 def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[tuple[str, str]]) -> None:
@@ -235,7 +70,7 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
         log.info("write %s updates file groups of pending clustering %s; the clustering will fail at its commit",
                  instant, ", ".join(plans))
         return
-    from pyhudi.services.rollback import rollback_instant
+    from pyhudi.actions.rollback import rollback_instant
     from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
     policy = HeartbeatPolicy.of(cfg)
@@ -317,8 +152,8 @@ def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> 
 
 def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     """Write a clustering plan for ``table`` now; its instant, or None when nothing is worth clustering."""
-    from pyhudi.services.compaction import pending_file_groups
-    from pyhudi.write.commit import recorded_options
+    from pyhudi.plans.compaction import pending_file_groups
+    from pyhudi.write.result import recorded_options
 
     index = cfg.get(C.INDEX_TYPE) if cfg.is_set(C.INDEX_TYPE) else \
         recorded_options(table.timeline).get(C.INDEX_TYPE.key, "").upper()  # as the table's writers say
@@ -364,123 +199,3 @@ def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | No
     return len(writes) >= (max_commits or cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS))
 
 
-# -- ordering ------------------------------------------------------------------------------------
-def ordering(rows: pa.Table, columns: tuple[str, ...], strategy: str) -> np.ndarray:
-    """Row order of ``rows``: by ``columns`` (record key without them), linear or along a curve.
-    A column may name a nested field (``a.b``), as Hudi's sort columns may."""
-    if not columns:
-        return np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")]))
-    keys = sort_key_columns(rows, columns)
-    if not on_curve(columns, strategy):
-        table = pa.table({**{f"k{i}": k for i, k in enumerate(keys)}, RECORD_KEY: rows.column(RECORD_KEY)})
-        order = [(f"k{i}", "ascending", "at_start") for i in range(len(keys))] + [(RECORD_KEY, "ascending", "at_end")]
-        return np.asarray(pc.sort_indices(table, sort_keys=order))
-    bits = curve_bits(len(columns))
-    coords = np.stack([_scaled_rank(k, bits) for k in keys])
-    index = curve_index(coords, bits, strategy)
-    return np.lexsort((np.asarray(pc.sort_indices(rows, sort_keys=[(RECORD_KEY, "ascending")])).argsort(), index))
-
-
-def on_curve(columns: tuple[str, ...], strategy: str) -> bool:
-    """Whether records are ordered along a curve (Z-order, Hilbert) rather than linearly: a curve
-    needs two columns or more."""
-    return strategy != "linear" and len(columns) > 1
-
-
-def curve_bits(dimensions: int) -> int:
-    """Bits per coordinate of a curve over ``dimensions`` columns: the index fits 63 bits (a long)."""
-    return max(1, min(21, 63 // dimensions))
-
-
-def curve_index(coords: np.ndarray, bits: int, strategy: str) -> np.ndarray:
-    """Position of each point (``coords``: dimensions x points, ``bits`` each) along the curve."""
-    return z_order(coords, bits) if strategy == "z-order" else hilbert(coords, bits)
-
-
-def scaled_ranks(ranks: np.ndarray, top: np.ndarray | int, bits: int) -> np.ndarray:
-    """Dense ranks (from 0; ``top`` the largest) spread over ``bits`` bits, so that every column
-    spans the same coordinate range whatever its type or number of distinct values."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    top = np.asarray(top, dtype=np.float64)
-    scale = (1 << bits) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(top > 0, ranks * (scale / np.where(top > 0, top, 1)), 0.0)
-    return out.astype(np.uint64)
-
-
-def sort_key_columns(rows: pa.Table, columns: tuple[str, ...]) -> list[pa.ChunkedArray]:
-    """The values of each sort column: nested fields resolved, dictionaries decoded (Arrow sorts
-    neither a struct nor a dictionary)."""
-    out = []
-    for name in columns:
-        head, *rest = name.split(".")
-        values = rows.column(head)
-        for field_name in rest:
-            values = pc.struct_field(values, field_name)
-        if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
-        out.append(values)
-    return out
-
-
-def sort_column_problem(schema: pa.Schema, name: str) -> str | None:
-    """Why ``name`` cannot be a sort column of ``schema`` (None when it can)."""
-    head, *rest = name.split(".")
-    if head not in schema.names:
-        return "the table has no such column"
-    typ = schema.field(head).type
-    for field_name in rest:
-        if not pa.types.is_struct(typ) or typ.get_field_index(field_name) < 0:
-            return f"{head} has no field {name[len(head) + 1:]}"
-        typ = typ.field(field_name).type
-    if pa.types.is_dictionary(typ):
-        typ = typ.value_type
-    if pa.types.is_nested(typ):
-        return f"it is of type {typ}, which has no order; name a field inside it (a.b)"
-    return None
-
-
-def _scaled_rank(column: pa.ChunkedArray, bits: int) -> np.ndarray:
-    """Dense ranks of a column (nulls first) spread over ``bits`` bits: every type orders the same way."""
-    ranks = np.asarray(pc.rank(column, sort_keys=[("", "ascending", "at_start")], tiebreaker="dense"),
-                       dtype=np.int64) - 1
-    return scaled_ranks(ranks, int(ranks.max()) if len(ranks) else 0, bits)
-
-
-def z_order(coords: np.ndarray, bits: int) -> np.ndarray:
-    """Morton codes: the bits of the coordinates interleaved, highest first."""
-    dims = coords.shape[0]
-    out = np.zeros(coords.shape[1], dtype=np.uint64)
-    for b in range(bits):
-        for d in range(dims):
-            bit = (coords[d] >> np.uint64(b)) & np.uint64(1)
-            out |= bit << np.uint64(b * dims + (dims - 1 - d))
-    return out
-
-
-def hilbert(coords: np.ndarray, bits: int) -> np.ndarray:
-    """Hilbert-curve distances (Skilling's transform of the coordinates, then their bits interleaved)."""
-    x = coords.astype(np.uint64).copy()
-    dims = x.shape[0]
-    m = np.uint64(1 << (bits - 1))
-    q = m
-    while q > 1:
-        p = q - np.uint64(1)
-        for i in range(dims):
-            high = (x[i] & q) != 0
-            flipped = x[0] ^ p
-            t = (x[0] ^ x[i]) & p
-            x0 = np.where(high, flipped, x[0] ^ t)
-            if i:
-                x[i] = np.where(high, x[i], x[i] ^ t)
-            x[0] = x0
-        q >>= np.uint64(1)
-    for i in range(1, dims):
-        x[i] ^= x[i - 1]
-    t = np.zeros(x.shape[1], dtype=np.uint64)
-    q = m
-    while q > 1:
-        t = np.where((x[dims - 1] & q) != 0, t ^ (q - np.uint64(1)), t)
-        q >>= np.uint64(1)
-    x ^= t
-    return z_order(x, bits)

@@ -8,119 +8,31 @@ writers keep going: new log records of a planned file group start the slice of T
 named with base instant T), so the compaction and the writes never touch the same files.
 
 This module is plain Python (planning, plan (de)serialisation, triggers); executing a plan is
-distributed by :mod:`pyhudi.spark.compaction`.
+distributed by :mod:`pyhudi.spark.compaction_job`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import posixpath
-import time
-from dataclasses import dataclass
-
-import pyarrow as pa
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config.properties import MERGE_ON_READ
 from pyhudi.errors import HudiCompactionError, HudiUnsupportedError
-from pyhudi.io.avro_schema import FILE_NAME
-from pyhudi.io.base_file import ParquetSettings, write_base_file
-from pyhudi.io.file_names import base_file_name, log_path_order, relative_path
-from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
-from pyhudi.storage import Storage
+from pyhudi.plans.compaction import CompactionOperation, CompactionPlan, pending_file_groups
 from pyhudi.table.fs_view import FileSlice, FileSystemView
-from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.avro_records import COMPACTION_PLAN, write_record
 from pyhudi.timeline.instant import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
-    Instant,
-    State,
     new_instant_time,
 )
-from pyhudi.timeline.timeline import Timeline, read_avro_record
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import under_table_lock
-from pyhudi.write.handles import stats_row
-from pyhudi.write.markers import MERGE, create_marker, list_markers
+from pyhudi.write.markers import list_markers
 
 MB = 1024 * 1024
-PLAN_VERSION = 2
-
-
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One file slice to compact (``HoodieCompactionOperation``); file names relative to the partition."""
-
-    partition_path: str
-    file_id: str
-    base_instant: str
-    base_file: str | None
-    log_files: tuple[str, ...]
-    metrics: tuple[tuple[str, float], ...] = ()
-
-    def _rel(self, name: str) -> str:
-        return posixpath.join(self.partition_path, name) if self.partition_path else name
-
-    def to_read(self) -> SliceToRead:
-        return SliceToRead(self.partition_path, self.file_id, self._rel(self.base_file) if self.base_file else None,
-                           tuple(self._rel(n) for n in self.log_files))
-
-    def metric(self, name: str) -> float:
-        return dict(self.metrics).get(name, 0.0)
-
-    def to_avro(self) -> dict:
-        return {"baseInstantTime": self.base_instant, "deltaFilePaths": list(self.log_files),
-                "dataFilePath": self.base_file, "fileId": self.file_id, "partitionPath": self.partition_path,
-                "metrics": dict(self.metrics), "bootstrapFilePath": None}
-
-    @classmethod
-    def from_avro(cls, rec: dict) -> CompactionOperation:
-        partition = rec.get("partitionPath") or ""
-        base = rec.get("dataFilePath")
-        return cls(partition, rec.get("fileId") or "", rec.get("baseInstantTime") or "",
-                   posixpath.basename(base) if base else None,
-                   # Hudi lists a slice's logs newest first; they merge oldest first
-                   tuple(sorted((posixpath.basename(p) for p in rec.get("deltaFilePaths") or []), key=log_path_order)),
-                   tuple(sorted((rec.get("metrics") or {}).items())))
-
-
-@dataclass(frozen=True)
-class CompactionPlan:
-    operations: tuple[CompactionOperation, ...]
-
-    def to_bytes(self) -> bytes:
-        return write_record(COMPACTION_PLAN, {"operations": [op.to_avro() for op in self.operations],
-                                              "extraMetadata": {}, "version": PLAN_VERSION})
-
-    @classmethod
-    def from_bytes(cls, data: bytes, *, source: str) -> CompactionPlan:
-        rec = read_avro_record(data, source=source)
-        return cls(tuple(CompactionOperation.from_avro(op) for op in rec.get("operations") or []))
-
-
-def read_plan(timeline: Timeline, instant_time: str) -> CompactionPlan:
-    requested = Instant(instant_time, State.REQUESTED, COMPACTION)
-    if requested not in timeline.instant_files:
-        raise HudiCompactionError(f"no compaction plan {instant_time} on the timeline; "
-                                  "list plans with `pyhudi compaction show PATH`")
-    return CompactionPlan.from_bytes(timeline.read_bytes(requested), source=timeline.path_of(requested))
-
-
-def pending_compactions(timeline: Timeline) -> list[Instant]:
-    return timeline.pending([COMPACTION])
-
-
-def pending_file_groups(timeline: Timeline) -> dict[tuple[str, str], str]:
-    """(partition, file id) -> instant of the pending compaction that covers the group."""
-    out: dict[tuple[str, str], str] = {}
-    for inst in pending_compactions(timeline):
-        for op in read_plan(timeline, inst.timestamp).operations:
-            out[(op.partition_path, op.file_id)] = inst.timestamp
-    return out
-
-
 def _operation(piece: FileSlice) -> CompactionOperation:
     log_size = sum(lf.size for lf in piece.log_files)
     base_size = piece.base_file.size if piece.base_file else 0
@@ -168,7 +80,7 @@ def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
             "let them finish, or run a write (which rolls failed ones back) first")
     uncommitted = frozenset(rel for inst in pending for rel, _io in list_markers(timeline.storage, inst.timestamp))
-    from pyhudi.services.clustering import clustering_file_groups
+    from pyhudi.plans.clustering import clustering_file_groups
 
     busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))  # as Hudi's plan generator
     plan = plan_compaction(view, busy, cfg, uncommitted=uncommitted)
@@ -212,27 +124,3 @@ def schedule_compaction(table: HudiTable, cfg: HudiConfig, *, instant_time: str 
     return instant if plan is not None else None
 
 
-def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, settings: ParquetSettings,
-                  spec: MergeSpec, visibility: Visibility, instant: str, token: str) -> dict:
-    """Executor side of a compaction: one planned slice merged into the base file of ``instant``.
-
-    Records keep their commit time and sequence number (they were written by earlier instants);
-    only ``_hoodie_file_name`` names the new file.
-    """
-    started = time.monotonic()
-    merged, counts, scan = read_slice(storage, op.to_read(), schema, spec, visibility)
-    name = base_file_name(op.file_id, token, instant)
-    rel = relative_path(op.partition_path, name)
-    if settings.populate_meta_fields or FILE_NAME in merged.column_names:
-        at = merged.schema.get_field_index(FILE_NAME)
-        merged = merged.set_column(at, FILE_NAME, pa.repeat(pa.scalar(name, pa.string()), merged.num_rows))
-    create_marker(storage, instant, rel, MERGE)
-    written = write_base_file(storage, rel, merged, settings)
-    row = stats_row(op.partition_path, op.file_id, rel, prev_commit=op.base_instant, io_type=MERGE,
-                    num_writes=written.num_rows, deletes=counts.deleted, updates=counts.updated,
-                    inserts=max(0, counts.output_records - counts.base_records + counts.deleted),
-                    file_size=written.size, started=started, min_key=written.min_key, max_key=written.max_key)
-    row.update(log_records=scan.log_records, log_files_compacted=len(op.log_files), log_size_compacted=scan.log_bytes,
-               updated_compacted=counts.updated, rollback_blocks=scan.rollback_blocks,
-               corrupt_blocks=scan.corrupt_blocks, log_blocks=scan.blocks)
-    return row

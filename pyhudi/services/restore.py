@@ -17,13 +17,13 @@ import logging
 import time
 from dataclasses import dataclass
 
+from pyhudi.actions.rollback import rollback_failed_writes, rollback_instant, undo_instant
+from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConcurrentWriteError, HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
 from pyhudi.io.file_names import slice_key
-from pyhudi.metadata.sync import complete_instant
-from pyhudi.services.compaction import pending_compactions
-from pyhudi.services.rollback import rollback_failed_writes, rollback_instant, undo_instant
-from pyhudi.services.savepoint import list_savepoints
+from pyhudi.plans.compaction import pending_compactions
+from pyhudi.plans.savepoint import list_savepoints
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
 from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record

@@ -11,46 +11,15 @@ from __future__ import annotations
 
 import getpass
 import time
-from dataclasses import dataclass
 
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiInstantNotFoundError
+from pyhudi.plans.savepoint import Savepoint, savepoint_of
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, read_record, write_record
+from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, write_record
 from pyhudi.timeline.instant import SAVEPOINT, Instant, State
-from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import under_table_lock
-
-
-@dataclass(frozen=True)
-class Savepoint:
-    instant: str
-    savepointed_by: str
-    savepointed_at: int  # epoch milliseconds (System.currentTimeMillis in Hudi)
-    comments: str
-    files: dict[str, tuple[str, ...]]  # partition -> file names
-
-
-def _metadata(timeline: Timeline, instant: Instant) -> Savepoint:
-    rec = read_record(timeline.read_bytes(instant))
-    files = {p: tuple(m.get("savepointDataFile") or ()) for p, m in (rec.get("partitionMetadata") or {}).items()}
-    return Savepoint(instant.timestamp, rec.get("savepointedBy") or "", int(rec.get("savepointedAt") or 0),
-                     rec.get("comments") or "", files)
-
-
-def list_savepoints(timeline: Timeline) -> list[Savepoint]:
-    return [_metadata(timeline, i) for i in timeline.completed([SAVEPOINT])]
-
-
-def savepointed_files(timeline: Timeline) -> set[str]:
-    """Names of every file some savepoint lists (the cleaner keeps them)."""
-    return {name for sp in list_savepoints(timeline) for names in sp.files.values() for name in names}
-
-
-def oldest_savepoint(timeline: Timeline) -> str | None:
-    saved = timeline.completed([SAVEPOINT])
-    return saved[0].timestamp if saved else None
 
 
 @under_table_lock
@@ -87,7 +56,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
     if not timeline.has_state(instant, State.INFLIGHT, SAVEPOINT):  # else a creation that died: finish it
         timeline.transition_inflight(instant, SAVEPOINT)
     timeline.complete(instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
-    return _metadata(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
+    return savepoint_of(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
 
 
 @under_table_lock

@@ -65,11 +65,11 @@ class BackgroundServices:
 
     def _run(self, kind: str, instant: str) -> None:
         if kind == COMPACTION:
-            from pyhudi.spark.compaction import run_compaction
+            from pyhudi.spark.compaction_job import run_compaction
 
             run_compaction(self.spark, HudiTable(self.path), instant, self.options)
         else:
-            from pyhudi.spark.clustering import run_clustering
+            from pyhudi.spark.clustering_job import run_clustering
 
             run_clustering(self.spark, HudiTable(self.path), instant, self.options)
 
@@ -93,8 +93,8 @@ class BackgroundServices:
         """Why a plan that raised is fine after all: done or undone by another process (a writer
         rolled a conflicting clustering back), or run by one now (the sink queues it again once
         that one's heartbeat expires)."""
-        from pyhudi.services.clustering import pending_clusterings
-        from pyhudi.services.compaction import pending_compactions
+        from pyhudi.plans.clustering import pending_clusterings
+        from pyhudi.plans.compaction import pending_compactions
 
         table = HudiTable(self.path)
         timeline = table.timeline

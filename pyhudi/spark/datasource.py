@@ -160,7 +160,7 @@ class HudiStreamReader(DataSourceStreamReader):
         self.schema = schema
 
     def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
-        from pyhudi.read.incremental import start_offset
+        from pyhudi.table.incremental import start_offset
         from pyhudi.table.table import HudiTable
 
         start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
@@ -170,7 +170,7 @@ class HudiStreamReader(DataSourceStreamReader):
         """The latest completed write, never below the batch's start (Spark 4.2+ passes it) or an
         explicit start instant: a latest offset below the start would become the next batch's
         start and let the stream go back before it."""
-        from pyhudi.read.incremental import latest_offset
+        from pyhudi.table.incremental import latest_offset
         from pyhudi.table.table import HudiTable
 
         floor = start["instant"] if start else ""

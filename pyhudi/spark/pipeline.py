@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config.properties import MERGE_ON_READ
 from pyhudi.errors import HudiInstantNotFoundError
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.index import bloom_index as B
@@ -38,9 +39,10 @@ from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
+from pyhudi.plans.clustering import clustering_file_groups
+from pyhudi.plans.compaction import pending_file_groups
 from pyhudi.read.merge import MergeSpec
-from pyhudi.services.clustering import clustering_file_groups, guard_updates
-from pyhudi.services.compaction import pending_file_groups
+from pyhudi.services.clustering import guard_updates
 from pyhudi.spark.index import (
     EXISTING_PP,
     EXISTING_RK,
@@ -55,18 +57,16 @@ from pyhudi.spark.index import (
     with_hash_bucket,
 )
 from pyhudi.spark.keygen import with_keys, with_required_ordering
-from pyhudi.spark.record_index import keeps_record_index, write_changes
-from pyhudi.spark.record_index import locate as record_index_locate
+from pyhudi.spark.record_index_job import keeps_record_index, write_changes
+from pyhudi.spark.record_index_job import locate as record_index_locate
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import FileSlice, FileSystemView
-from pyhudi.table.properties import MERGE_ON_READ
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.bulk_insert import BulkInsertPlan, bulk_insert_writer, plan_bulk_insert, slot_bounds
 from pyhudi.write.columns import ARRIVAL, BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
-from pyhudi.write.commit import commit_metadata, record_run
 from pyhudi.write.handles import write_buckets
 from pyhudi.write.markers import delete_markers, remove_stray_files
 from pyhudi.write.partition_writer import (
@@ -93,6 +93,7 @@ from pyhudi.write.plan import (
     to_append_buckets,
 )
 from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, replaced_file_groups
+from pyhudi.write.result import commit_metadata, record_run
 
 log = logging.getLogger("pyhudi")
 

@@ -22,11 +22,11 @@ from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig, parse_bool
+from pyhudi.config.properties import PARTITION_METAFILE
 from pyhudi.errors import HudiConfigError, HudiSchemaError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.io.reconcile import promotion_problem
 from pyhudi.keygen.spec import DEFAULT_PARTITION
-from pyhudi.read.incremental import plan_incremental
 from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, footers, may_match, prune_partition_paths, skip_files
@@ -35,7 +35,7 @@ from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
-from pyhudi.table.properties import PARTITION_METAFILE
+from pyhudi.table.incremental import plan_incremental
 from pyhudi.table.table import HudiTable
 
 log = logging.getLogger("pyhudi")

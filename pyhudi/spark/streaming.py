@@ -38,6 +38,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
 from pyhudi.errors import (
     HudiClusteringUpdateError,
     HudiConcurrentWriteError,
@@ -47,10 +48,9 @@ from pyhudi.errors import (
     HudiTableMismatchError,
     HudiUnsupportedError,
 )
-from pyhudi.read.incremental import latest_offset, start_offset
 from pyhudi.spark.background import CLUSTERING, COMPACTION, BackgroundServices
 from pyhudi.storage import Storage
-from pyhudi.table import properties as P
+from pyhudi.table.incremental import latest_offset, start_offset
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.checkpoint import SINK_CHECKPOINT_KEY, checkpoint_value, last_batch_id
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
@@ -182,7 +182,8 @@ class HudiStreamSink:
 
     def _compact_async(self) -> str | None:
         """Compactions of a merge-on-read table, when ``hoodie.compact.inline.max.delta.commits`` is due."""
-        from pyhudi.services.compaction import compaction_due, pending_compactions, schedule_compaction
+        from pyhudi.plans.compaction import pending_compactions
+        from pyhudi.services.compaction import compaction_due, schedule_compaction
 
         table = HudiTable(self.path)
         if table.table_type != P.MERGE_ON_READ:
@@ -193,7 +194,8 @@ class HudiStreamSink:
     def _cluster_async(self) -> str | None:
         """Clusterings, once ``hoodie.clustering.async.max.commits`` commits completed since the last
         (a plan of ours that a conflict rolled back counts: the next waits as long again)."""
-        from pyhudi.services.clustering import clustering_due, pending_clusterings, schedule_clustering
+        from pyhudi.plans.clustering import pending_clusterings
+        from pyhudi.services.clustering import clustering_due, schedule_clustering
 
         table = HudiTable(self.path)
         due = clustering_due(table.timeline, self.cfg, max_commits=self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS),

@@ -6,7 +6,7 @@ The driver plans and commits; rows never come back to it. A write:
 2. validates the input (key fields, ordering field, partition paths, schema evolution) before
    anything is written;
 3. under the table lock, rolls back writes that failed earlier and requests a new instant
-   (:class:`pyhudi.transaction.manager.WriteTransaction`, which also keeps its heartbeat);
+   (:class:`pyhudi.commit.transaction.WriteTransaction`, which also keeps its heartbeat);
 4. runs the operation's Spark pipeline (:mod:`pyhudi.spark.pipeline`), executors writing files;
 5. under the lock, checks the instant is still its own and (optimistic concurrency control) that
    no other writer changed its file groups meanwhile, then completes it: the single step that
@@ -25,7 +25,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from pyhudi import config as C
+from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
 from pyhudi.errors import (
     HudiCommitError,
     HudiConfigError,
@@ -42,15 +44,12 @@ from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
 from pyhudi.spark.keygen import check_partitions, field_type
 from pyhudi.spark.pipeline import Pipeline
-from pyhudi.spark.record_index import builder as record_index_builder
-from pyhudi.spark.record_index import keeps_record_index
-from pyhudi.table import properties as P
+from pyhudi.spark.record_index_job import builder as record_index_builder
+from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
-from pyhudi.transaction.manager import WriteTransaction
 from pyhudi.write import schema as schema_evolution
-from pyhudi.write.commit import WriteResult, summarize
 from pyhudi.write.replace import (
     DELETE_PARTITION,
     INSERT_OVERWRITE_TABLE,
@@ -59,6 +58,7 @@ from pyhudi.write.replace import (
     requested_replace,
     resolve_partitions,
 )
+from pyhudi.write.result import WriteResult, summarize
 
 log = logging.getLogger("pyhudi")
 
@@ -307,11 +307,11 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     stats.update(phase)
     stats["rolled_back_instants"] = rolled_back
     if table.table_type == P.MERGE_ON_READ and not replace:
-        from pyhudi.spark.compaction import inline_compaction
+        from pyhudi.spark.compaction_job import inline_compaction
 
         _inline_service(stats, "compaction", lambda: inline_compaction(df.sparkSession, table, cfg))
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
-        from pyhudi.spark.clustering import inline_clustering
+        from pyhudi.spark.clustering_job import inline_clustering
 
         _inline_service(stats, "clustering", lambda: inline_clustering(df.sparkSession, table, cfg))
     services_started = time.monotonic()

@@ -15,12 +15,12 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pyhudi.config.properties import PARTITION_METAFILE
 from pyhudi.errors import HudiInstantNotFoundError, HudiUnsupportedError
 from pyhudi.io.file_names import BASE_FILE_PATTERN, UNREAD_BASE_FORMATS, log_order, parse_base_file, parse_log_file
 from pyhudi.metadata.files import NON_PARTITIONED_KEY, FileListing
 from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
-from pyhudi.table.properties import PARTITION_METAFILE
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 

@@ -15,16 +15,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyhudi.config import properties as P
+from pyhudi.config.properties import TableConfig, load_table_config, store_table_config, update_table_config
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
 from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
 from pyhudi.metadata.files import FileListing
 from pyhudi.storage import Storage
-from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
-from pyhudi.table.properties import TableConfig, load_table_config, store_table_config, update_table_config
+from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import Instant, parse_instant_file
-from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 log = logging.getLogger("pyhudi")
@@ -141,7 +141,7 @@ class HudiTable:
 
     def update_properties(self, changes: Mapping[str, str | None]) -> None:
         """Set (None: remove) table properties, holding the table lock, with Hudi's backup protocol
-        (:func:`~pyhudi.table.properties.update_table_config`); changes apply to the config as
+        (:func:`~pyhudi.config.properties.update_table_config`); changes apply to the config as
         stored, not as this handle last read it."""
         self.config = update_table_config(self.storage, changes)
 

@@ -50,10 +50,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyhudi.config.properties import load_table_config
 from pyhudi.errors import HudiCorruptFileError, HudiError, HudiInstantNotFoundError, HudiUnsupportedError
 from pyhudi.io.log_format import BlockType, HeaderKey, LogBlock, encode_block, has_valid_tail, read_log_file
 from pyhudi.storage import Storage
-from pyhudi.table.properties import load_table_config
 from pyhudi.timeline.avro_records import (
     ARCHIVED_META_ENTRY,
     CLEAN_METADATA,
@@ -68,6 +68,7 @@ from pyhudi.timeline.avro_records import (
     read_record,
     schema_json,
 )
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import (
     CLEAN,
     COMMIT,
@@ -83,7 +84,6 @@ from pyhudi.timeline.instant import (
     State,
     format_instant,
 )
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 __all__ = ["ARCHIVE_FOLDER", "ARCHIVAL_BATCH_SIZE", "ArchiveResult", "ArchivedEntry", "ArchivedTimeline",

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
+from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import (
     COMMIT,
     COMPLETES_AS,
@@ -23,7 +24,6 @@ from pyhudi.timeline.instant import (
     State,
     parse_instant_file,
 )
-from pyhudi.timeline.metadata import CommitMetadata
 
 META_FOLDER = ".hoodie"
 #: actions of the commit timeline (their instants write data files)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyhudi.services.compaction import pending_compactions, read_plan
-from pyhudi.timeline.metadata import CommitMetadata
+from pyhudi.plans.compaction import pending_compactions, read_plan
+from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.timeline import Timeline
 
 #: extraMetadata key under which a commit records the conflict check it passed

@@ -18,7 +18,7 @@ Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
 start that rolls back a failed write takes the lock once), and Hudi's client retries
 (``hoodie.write.lock.client.num_retries`` attempts, ``...client.wait_time_ms_between_retry``
 apart, each waiting up to ``hoodie.write.lock.wait_time_ms``). Taking the lock also finishes an
-interrupted update of ``hoodie.properties`` (:func:`~pyhudi.table.properties.recover_table_config`),
+interrupted update of ``hoodie.properties`` (:func:`~pyhudi.config.properties.recover_table_config`),
 as Hudi's writers do before they change the config, so every writer and table service works on a
 restored config.
 """
@@ -41,9 +41,9 @@ from typing import Any, TypeVar
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config.properties import recover_table_config
 from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
 from pyhudi.storage import Storage
-from pyhudi.table.properties import recover_table_config
 
 log = logging.getLogger("pyhudi")
 

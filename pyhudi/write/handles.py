@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pyhudi.config.properties import write_partition_metadata
 from pyhudi.io.avro_schema import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -32,7 +33,6 @@ from pyhudi.io.base_file import BaseFileWriter, WrittenFile, align, read_base_fi
 from pyhudi.io.file_names import base_file_name, file_id, relative_path, write_token
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
-from pyhudi.table.properties import write_partition_metadata
 from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE, STATS_SCHEMA
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext

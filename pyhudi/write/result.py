@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.write.markers import APPEND, CREATE
 
 

@@ -14,6 +14,8 @@ import logging
 import posixpath
 from collections.abc import Mapping
 
+from pyhudi.config import properties as P
+from pyhudi.config.properties import load_table_config, update_table_config
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
 from pyhudi.metadata.files import FILES_PARTITION, files_record, partitions_record
 from pyhudi.metadata.table import (
@@ -26,13 +28,11 @@ from pyhudi.metadata.table import (
     usable_partitions,
 )
 from pyhudi.storage import Storage
-from pyhudi.table import properties as P
 from pyhudi.table.fs_view import FileSystemView
-from pyhudi.table.properties import load_table_config, update_table_config
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import CLEAN, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
 
 log = logging.getLogger("pyhudi")

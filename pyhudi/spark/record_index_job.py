@@ -44,7 +44,7 @@ from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.metadata import WriteStat
+from pyhudi.timeline.commit_metadata import WriteStat
 from pyhudi.write.columns import FILE_ID
 from pyhudi.write.handles import collect_batches
 

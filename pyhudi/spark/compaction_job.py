@@ -16,31 +16,26 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from pyhudi import config as C
+from pyhudi.actions.compaction import compact_slice
+from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCompactionError
 from pyhudi.io.avro_schema import table_avro_schema
 from pyhudi.io.base_file import parquet_settings
-from pyhudi.metadata.sync import complete_instant
+from pyhudi.plans.compaction import CompactionOperation, pending_compactions, read_plan
 from pyhudi.read.merge import MergeSpec
-from pyhudi.services.compaction import (
-    CompactionOperation,
-    compact_slice,
-    compaction_due,
-    pending_compactions,
-    read_plan,
-    schedule_compaction,
-)
+from pyhudi.services.compaction import compaction_due, schedule_compaction
 from pyhudi.spark.worker import per_item
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
-from pyhudi.timeline.metadata import CommitMetadata
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task, stats_batch
 from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
+from pyhudi.write.result import commit_metadata
 
 log = logging.getLogger("pyhudi")
 

@@ -2,7 +2,7 @@
 
 A write that dies leaves its requested/inflight instant and some data files. Once its heartbeat
 has expired, the next writer (EAGER failed-writes policy) or the cleaner (LAZY) rolls it back
-(:mod:`pyhudi.transaction.manager`): the files its markers name are deleted, then its instant
+(:mod:`pyhudi.commit.transaction`): the files its markers name are deleted, then its instant
 files, and a ``rollback`` instant (Avro plan and metadata) records what happened, so Hudi tools
 see the same history a Java writer would leave.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 import posixpath
 import time
 
+from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.errors import HudiError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, relative_path
 from pyhudi.io.log_format import read_log_file, rollback_block
-from pyhudi.metadata.sync import complete_instant
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
 from pyhudi.timeline.instant import ROLLBACK, Instant, State, new_instant_time

@@ -22,57 +22,30 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from pyhudi import config as C
-from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
-from pyhudi.metadata.sync import complete_instant, prepare_metadata_table
-from pyhudi.metadata.table import Builder
-from pyhudi.services.rollback import (
+from pyhudi.actions.rollback import (
     finish_pending_rollbacks,
     pending_rollback_targets,
     rollback_failed_writes,
     rollback_instant,
 )
+from pyhudi.commit.metadata_sync import complete_instant, prepare_metadata_table
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
+from pyhudi.metadata.table import Builder
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State, new_instant_time
-from pyhudi.timeline.metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.transaction.concurrency import Concurrency
 from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
-from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, live_instants
+from pyhudi.transaction.heartbeat import Heartbeat, heartbeat_age, live_instants
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
 
 log = logging.getLogger("pyhudi")
-
-SINGLE_WRITER = "SINGLE_WRITER"
-OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
-
-
-@dataclass(frozen=True)
-class Concurrency:
-    """The concurrency options of one writer, with Hudi's inference of the failed-writes policy."""
-
-    mode: str
-    failed_writes: str
-    heartbeat: HeartbeatPolicy
-    by_bucket: bool
-
-    @classmethod
-    def of(cls, cfg: HudiConfig) -> Concurrency:
-        mode = cfg.get(C.WRITE_CONCURRENCY_MODE)
-        policy = cfg.get(C.FAILED_WRITES_POLICY) if cfg.is_set(C.FAILED_WRITES_POLICY) else (
-            "LAZY" if mode == OCC else "EAGER")
-        strategy = cfg.get(C.CONFLICT_RESOLUTION_STRATEGY) if cfg.is_set(C.CONFLICT_RESOLUTION_STRATEGY) else (
-            C.CONFLICT_STRATEGIES[1] if cfg.get(C.INDEX_TYPE) == "BUCKET" else C.CONFLICT_STRATEGIES[0])
-        return cls(mode, policy, HeartbeatPolicy.of(cfg), strategy == C.CONFLICT_STRATEGIES[1])
-
-    @property
-    def optimistic(self) -> bool:
-        return self.mode == OCC
-
 
 def _describe_live(storage: Storage, live: list[Instant]) -> str:
     parts = []
@@ -201,7 +174,7 @@ class WriteTransaction:
         one a pending clustering rewrites. The write checked the pending plans before writing
         (:meth:`pyhudi.spark.pipeline.Pipeline.guard_clustering`); plans made since are checked here.
         Such a write is rolled back."""
-        from pyhudi.services.clustering import allows_updates, clustering_file_groups, update_refused
+        from pyhudi.plans.clustering import allows_updates, clustering_file_groups, update_refused
 
         clustered = {} if allows_updates(self.cfg) else clustering_file_groups(timeline)
         assert self.start is not None

@@ -30,33 +30,28 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from pyhudi import config as C
+from pyhudi.actions.ordering import curve_bits, curve_index, on_curve, ordering, scaled_ranks
+from pyhudi.actions.rollback import rollback_instant
+from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringError, HudiWriteConflictError
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY, table_avro_schema
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.io.file_names import parse_base_file, parse_log_file
-from pyhudi.metadata.sync import complete_instant
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION
-from pyhudi.read.merge import MergeSpec, Visibility, read_slice
-from pyhudi.services.clustering import (
+from pyhudi.plans.clustering import (
     CLUSTER,
     ClusteringGroup,
     clustering_conflicts,
-    clustering_due,
-    curve_bits,
-    curve_index,
     describe_groups,
-    on_curve,
-    ordering,
     pending_clusterings,
     read_clustering_plan,
-    scaled_ranks,
-    schedule_clustering,
 )
-from pyhudi.services.rollback import rollback_instant
+from pyhudi.read.merge import MergeSpec, Visibility, read_slice
+from pyhudi.services.clustering import clustering_due, schedule_clustering
 from pyhudi.spark.merged import drop_soft_deleted
 from pyhudi.spark.reader import slices_frame, spark_schema
-from pyhudi.spark.record_index import write_changes
+from pyhudi.spark.record_index_job import write_changes
 from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, LogFile
@@ -66,10 +61,10 @@ from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_a
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.bulk_insert import bulk_insert_writer
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.commit import commit_metadata
 from pyhudi.write.handles import current_task
 from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
 from pyhudi.write.plan import WriteContext
+from pyhudi.write.result import commit_metadata
 
 log = logging.getLogger("pyhudi")
 
