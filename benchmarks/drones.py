@@ -201,8 +201,9 @@ def upsert_floor(spark, data: Data, codec: str) -> None:
     from pyspark.sql import functions as F
 
     from pyhudi.io.avro_schema import PARTITION_PATH
-    from pyhudi.spark.pipeline import by_partition, coalesced, pack_tasks, route
+    from pyhudi.spark.routing import by_partition, coalesced, route
     from pyhudi.spark.worker import map_in_arrow
+    from pyhudi.write.plan import pack_tasks
 
     table = data.batches[-1]
     parallelism = spark.sparkContext.defaultParallelism

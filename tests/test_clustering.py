@@ -222,7 +222,7 @@ def test_an_update_is_refused_when_a_clustering_completed_while_it_wrote(spark, 
 def test_allowed_updates_make_the_clustering_fail_and_lose_nothing(spark, tmp_path, monkeypatch, table_type):
     """Hudi's allow update strategy: writes update groups a plan rewrites; the clustering, which would
     drop their changes, fails at its commit and is rolled back, or the write rolls the plan back."""
-    import pyhudi.spark.pipeline as pipeline
+    import pyhudi.spark.planned_write as planned_write
 
     path = str(tmp_path / "t")
     opts = options(table_type, **{"hoodie.clustering.updates.strategy": "SparkAllowUpdateStrategy"})
@@ -238,13 +238,13 @@ def test_allowed_updates_make_the_clustering_fail_and_lose_nothing(spark, tmp_pa
     # planned while an update was under way (it had not written a file yet): the plan names the write
     # as pending, so the clustering still sees it
     planned: list[str | None] = []
-    guard = pipeline.guard_updates
+    guard = planned_write.guard_updates
 
     def plan_first(*args, **kw):
         planned.append(pyhudi.schedule_clustering(path))
         return guard(*args, **kw)
 
-    monkeypatch.setattr(pipeline, "guard_updates", plan_first)
+    monkeypatch.setattr(planned_write, "guard_updates", plan_first)
     pyhudi.write(spark.createDataFrame([("k1-01", "p1", 6, 8.0, 8.0)], SCHEMA), path,
                  {**opts, "pyhudi.write.partition.local": "false"})  # the distributed path guards
     assert planned and planned[0] is not None
@@ -266,7 +266,7 @@ def test_allowed_updates_make_the_clustering_fail_and_lose_nothing(spark, tmp_pa
         planned.append(made)
         return guard(*args, **kw)
 
-    monkeypatch.setattr(pipeline, "guard_updates", hudi_plan_first)
+    monkeypatch.setattr(planned_write, "guard_updates", hudi_plan_first)
     pyhudi.write(spark.createDataFrame([("k1-02", "p0", 8, 4.0, 4.0)], SCHEMA), path,
                  {**opts, "pyhudi.write.partition.local": "false"})
     monkeypatch.undo()

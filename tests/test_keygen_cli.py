@@ -8,7 +8,7 @@ from pyspark.sql import types as T
 import pyhudi
 from pyhudi.cli import main as cli_main
 from pyhudi.keygen.spec import escape_partition_value
-from pyhudi.spark.pipeline import shuffle_keys, spark_hash_int
+from pyhudi.spark.routing import shuffle_keys, spark_hash_int
 
 SCHEMA = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("name", T.StringType()),
                        T.StructField("city", T.StringType()), T.StructField("ts", T.LongType())])

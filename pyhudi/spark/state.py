@@ -1,0 +1,97 @@
+"""What one write knows and what it gathers while it runs.
+
+The write strategies (:mod:`pyhudi.spark.bulk_write`, :mod:`pyhudi.spark.local_write`,
+:mod:`pyhudi.spark.planned_write`) and their steps are functions of a :class:`WriteState`, so they
+live in modules of their own without importing :mod:`pyhudi.spark.pipeline`, which runs them. Every
+attribute a step sets is a field here: the phase timings, the index statistics and the DataFrames
+cached for the write are reported or released by :meth:`pyhudi.spark.pipeline.Pipeline.run`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.config.properties import MERGE_ON_READ
+from pyhudi.io.avro_schema import storage_schema, table_avro_schema
+from pyhudi.io.base_file import parquet_settings
+from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.read.merge import MergeSpec
+from pyhudi.spark.index import IndexStats
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.timeline import commit_action_for
+from pyhudi.write.plan import WriteContext
+
+
+@dataclass
+class WriteState:
+    """The table, options and instant of one write, and the state its steps collect."""
+
+    table: HudiTable
+    cfg: HudiConfig
+    spec: KeyGenSpec
+    instant: str
+    target_schema: pa.Schema
+    ordering_field: str | None
+    is_deleted_column: bool
+    touched_partitions: tuple[str, ...] = ()  # partitions a bucket write had records for
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase, and a few sizes
+    index_stats: IndexStats | None = None  # how the index found stored records, for the commit
+    _cached: list[DataFrame] = field(default_factory=list)  # unpersisted when the write ends
+
+    @property
+    def is_global(self) -> bool:
+        """Whether the index matches keys across partitions (de-duplication then ignores the partition)."""
+        index_type = self.cfg.get(C.INDEX_TYPE)
+        return index_type.startswith("GLOBAL_") or index_type == "RECORD_INDEX"
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table.table_type == MERGE_ON_READ
+
+    @property
+    def write_action(self) -> str:
+        """``deltacommit`` on merge-on-read tables, ``commit`` on copy-on-write ones."""
+        return commit_action_for(self.table.table_type)
+
+    def merge_spec(self) -> MergeSpec:
+        return MergeSpec.of(self.ordering_field, self.cfg.get(C.PAYLOAD_CLASS))
+
+    def phase(self, name: str, started: float) -> float:
+        """Record the seconds since ``started`` as phase ``name``; the time now, to start the next."""
+        now = time.monotonic()
+        self.phases[f"{name}_s"] = round(now - started, 3)
+        return now
+
+    def persist(self, df: DataFrame) -> DataFrame:
+        """``df`` cached for the jobs of this write, and released when it ends."""
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        return df
+
+    def keep_cached(self, df: DataFrame) -> None:
+        """Release ``df``, cached by a step elsewhere, when the write ends."""
+        self._cached.append(df)
+
+    def context(self) -> WriteContext:
+        """What the executors' write handles need: file settings, schema, sizes and stats columns."""
+        cfg = self.cfg
+        file_schema = storage_schema(self.target_schema)
+        settings = parquet_settings(cfg, table_avro_schema(file_schema, self.table.name, with_meta_fields=True),
+                                    populate_meta_fields=cfg.get(C.POPULATE_META_FIELDS))
+        return WriteContext(
+            base_uri=self.table.storage.base_uri, instant_time=self.instant, settings=settings,
+            storage_schema_ipc=file_schema.serialize().to_pybytes(),
+            precombine_field=self.ordering_field,
+            keep_larger_ordering=self.merge_spec().keep_larger_ordering,
+            max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
+            log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
+            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL",
+            log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
+            stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
