@@ -93,7 +93,7 @@ from pyhudi.write.plan import (
     to_append_buckets,
 )
 from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, replaced_file_groups
-from pyhudi.write.result import commit_metadata, record_run
+from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run
 
 log = logging.getLogger("pyhudi")
 
@@ -202,7 +202,7 @@ class Pipeline:
             keep_larger_ordering=self.merge_spec().keep_larger_ordering,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
-            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL",
+            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,
             log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
             stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
 
@@ -285,8 +285,7 @@ class Pipeline:
                 rows, replaced = self.bucket_write(data, operation, ctx), None
             else:
                 rows, replaced = self.tagged_write(data, operation, ctx), None
-            op_type = replace or {
-                "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
+            op_type = replace or OPERATION_TYPES[operation]
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit
