@@ -18,8 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 import pyhudi
-from pyhudi.cli import human, show_commits, show_compactions, show_file_groups
-from pyhudi.cli_timeline import show_timeline
+from pyhudi.cli.commits import show_commits, show_file_groups
+from pyhudi.cli.common import human
+from pyhudi.cli.compaction import show_compactions
+from pyhudi.cli.timeline import show_timeline
 from pyhudi.report.advisor import advice_text
 from pyhudi.report.page import write_report
 

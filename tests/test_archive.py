@@ -12,6 +12,7 @@ import fastavro
 import pytest
 
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiUnsupportedError
+from pyhudi.instant_time import format_instant
 from pyhudi.io.log_format import BlockType, HeaderKey, read_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline import avro_records as A
@@ -24,7 +25,7 @@ from pyhudi.timeline.archive import (
     list_archive_files,
 )
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
-from pyhudi.timeline.instant import Instant, State, format_instant
+from pyhudi.timeline.instant import Instant, State
 from pyhudi.timeline.timeline import Timeline
 
 T = [f"2024010100000000{i}" for i in range(10)]

@@ -17,6 +17,7 @@ import pytest
 
 from pyhudi.errors import HudiConfigError, HudiTableMismatchError
 from pyhudi.index import bucket as B
+from pyhudi.io import java_hash as J
 
 # ---------------------------------------------------------------------------------------------
 # Java hashes
@@ -34,17 +35,17 @@ from pyhudi.index import bucket as B
     ("polygenelubricants", -(2**31)),  # Integer.MIN_VALUE: the sign must survive
 ])
 def test_java_string_hash(text: str, expected: int) -> None:
-    assert B.java_string_hash(text) == expected
+    assert J.java_string_hash(text) == expected
 
 
 def test_java_list_hash() -> None:
-    assert B.java_list_hash([]) == 1
-    assert B.java_list_hash(["1"]) == 31 + 49
-    assert B.java_list_hash([None]) == 31
-    assert B.java_list_hash([""]) == 31
+    assert J.java_list_hash([]) == 1
+    assert J.java_list_hash(["1"]) == 31 + 49
+    assert J.java_list_hash([None]) == 31
+    assert J.java_list_hash([""]) == 31
     # ((1*31 + 49)*31 + 0)*31 + 0)*31 + "Alice".hashCode(), wrapped to int
-    assert B.java_list_hash(["1", None, "", "Alice"]) == 65733648
-    assert B.java_list_hash(["polygenelubricants"]) == -(2**31) + 31
+    assert J.java_list_hash(["1", None, "", "Alice"]) == 65733648
+    assert J.java_list_hash(["polygenelubricants"]) == -(2**31) + 31
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def test_bucket_id_known_values() -> None:
     assert one("polygenelubricants") == 31  # (MIN_VALUE + 31) & MAX_VALUE = 31
     assert one("1", n=7) == 80 % 7
     # Complex keys: the field names are not hashed, only the values.
-    assert one("id:1,name:Alice", rk=("id", "name")) == (B.java_list_hash(["1", "Alice"]) & 0x7FFFFFFF) % 256
+    assert one("id:1,name:Alice", rk=("id", "name")) == (J.java_list_hash(["1", "Alice"]) & 0x7FFFFFFF) % 256
     assert one("id:1,name:Alice", ["name"], rk=("id", "name")) == one("Alice")
     # Hudi 0.14.0 wrote a single complex key field as "id:1", 0.14.1+ as "1": same bucket.
     assert one("id:1") == one("1")
@@ -114,7 +115,7 @@ def _random_keys(seed: int, n: int) -> list[str]:
 @pytest.mark.parametrize("fields", [["f1", "f2"], ["f2"], ["f2", "f1"], []])
 def test_vectorised_matches_scalar(fields: list[str]) -> None:
     keys = _random_keys(len(fields), 5000)
-    expected = np.array([B.java_list_hash(B.hash_values(k, fields)) for k in keys], dtype=np.int32)
+    expected = np.array([J.java_list_hash(B.hash_values(k, fields)) for k in keys], dtype=np.int32)
     assert np.array_equal(B.list_hashes(pa.array(keys), fields), expected)
     assert np.array_equal(B.list_hashes(pa.array(keys, pa.large_string()), fields), expected)
     if fields:

@@ -173,8 +173,8 @@ def test_single_writer_refuses_to_start_beside_a_live_write(spark, tmp_path):
     _table(spark, path)
     before = _state(spark, path)
     live = _pending_write(path, alive=True)
-    from pyhudi.cli import show_commit
-    from pyhudi.cli_timeline import show_timeline
+    from pyhudi.cli.commits import show_commit
+    from pyhudi.cli.timeline import show_timeline
 
     assert "in progress: heartbeat 0 s ago" in show_timeline(pyhudi.HudiTable(path))
     first = pyhudi.HudiTable(path).timeline.completed_writes()[0].timestamp
@@ -302,7 +302,7 @@ def test_occ_disjoint_writers_both_commit_and_record_the_check(spark, tmp_path, 
     assert check == {"mode": "OPTIMISTIC_CONCURRENCY_CONTROL", "candidates": [results[0].instant_time],
                      "conflicts": []}
     assert sorted(r["id"] for r in hudi_rs_rows(path)) == sorted(state)
-    from pyhudi.cli import show_commit
+    from pyhudi.cli.commits import show_commit
 
     shown = show_commit(table, a.instant_time)
     assert f"conflict check (OPTIMISTIC_CONCURRENCY_CONTROL): against 1 instant(s) completed or planned while it " \

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from pyhudi.io.java_hash import java_string_hash
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.files import read_partition
 from pyhudi.metadata.keys import (
     bloom_filter_key,
     column_stats_key,
     file_group_index,
-    java_string_hash,
     partition_id,
 )
 from pyhudi.table.table import HudiTable

@@ -12,7 +12,7 @@ from conftest import hudi_rs_rows, kill_writer_on_failure, pyhudi_rows
 from pyspark.sql import types as T
 
 import pyhudi
-from pyhudi.cli_metadata import validate, validate_text
+from pyhudi.cli.metadata import validate, validate_text
 from pyhudi.metadata.table import MetadataTable
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, ROLLBACK, SAVEPOINT
 from pyhudi.timeline.timeline import Timeline

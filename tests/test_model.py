@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 import pyhudi
-from pyhudi.cli_metadata import validate, validate_text
+from pyhudi.cli.metadata import validate, validate_text
 
 SCHEMA = T.StructType([
     T.StructField("key", T.StringType()), T.StructField("part", T.StringType()),

@@ -13,7 +13,7 @@ from conftest import hudi_rs_rows, pyhudi_rows
 from pyspark.sql import types as T
 
 import pyhudi
-from pyhudi.cli_metadata import validate, validate_text
+from pyhudi.cli.metadata import validate, validate_text
 from pyhudi.metadata import record_index as R
 from pyhudi.metadata.keys import file_group_id, file_group_index, file_group_indexes
 from pyhudi.metadata.table import MetadataTable

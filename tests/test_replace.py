@@ -102,7 +102,7 @@ def test_overwrites_under_a_bucket_or_record_index(spark, tmp_path, index):
     assert state(spark, path) == [("z", DAYS[2], "table")] == rs_state(path)
     write(spark, path, [("z", DAYS[2], 4, "upd"), ("k3", DAYS[0], 4, "back")], opts)
     assert state(spark, path) == [("k3", DAYS[0], "back"), ("z", DAYS[2], "upd")] == rs_state(path)
-    from pyhudi.cli_metadata import validate, validate_text
+    from pyhudi.cli.metadata import validate, validate_text
 
     check = validate(pyhudi.HudiTable(path))
     assert check.agrees, validate_text(check)

@@ -58,6 +58,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
 @pytest.mark.parametrize("key, value", [
     ("hoodie.table.cdc.enabled", "true"),
     ("hoodie.write.table.version", "9"),
+    ("hoodie.index.type", "HBASE"),
     ("hoodie.table.base.file.format", "LANCE"),
     ("hoodie.table.base.file.format", "ORC"),
     ("hoodie.datasource.hive_sync.enable", "true"),

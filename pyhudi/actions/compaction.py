@@ -12,8 +12,8 @@ from pyhudi.io.file_names import base_file_name, relative_path
 from pyhudi.plans.compaction import CompactionOperation
 from pyhudi.read.merge import MergeSpec, Visibility, read_slice
 from pyhudi.storage import Storage
-from pyhudi.write.handles import stats_row
 from pyhudi.write.markers import MERGE, create_marker
+from pyhudi.write.rows import stats_row
 
 
 def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, settings: ParquetSettings,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyhudi.config.registry import choice, option, parse_bool, parse_non_negative_int, parse_positive_int
-from pyhudi.timeline.instant import parse_query_instant
+from pyhudi.instant_time import parse_query_instant
 
 # ---------------------------------------------------------------------------------------------
 # Read

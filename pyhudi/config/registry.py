@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Generic, TypeVar
@@ -122,13 +122,29 @@ def only(*implemented: str, hudi_accepts: str) -> Callable[[Any], str]:
     sees the value is valid Hudi but needs Hudi's own writer.
     """
     by_upper = {v.upper(): v for v in implemented}
+    listed = " or ".join(implemented) if len(implemented) < 3 else \
+        ", ".join(implemented[:-1]) + " or " + implemented[-1]
 
     def parse(value: Any) -> str:
         text = str(value).strip()
         if text.upper() in by_upper:
             return by_upper[text.upper()]
-        raise Unimplemented(f"pyhudi implements only {' or '.join(implemented)}, not {text!r} "
-                            f"(Apache Hudi also accepts {hudi_accepts})")
+        raise Unimplemented(f"pyhudi implements only {listed}, not {text!r} (Apache Hudi also accepts {hudi_accepts})")
+
+    return parse
+
+
+def implemented_choice(implemented: Sequence[str], *, hudi_only: Sequence[str]) -> Callable[[Any], str]:
+    """A parser for an enumerated option of which pyhudi implements ``implemented`` and Apache
+    Hudi also accepts ``hudi_only``: the one statement of what pyhudi supports, so such a value is
+    refused where options are read (:class:`HudiUnsupportedOptionError`), before anything runs.
+    A value of neither list is invalid (:class:`HudiConfigError`). Case-insensitive, upper case."""
+    known = choice(*implemented, *hudi_only)
+    refuse = only(*implemented, hudi_accepts=", ".join(hudi_only[:-1]) + " and " + hudi_only[-1]
+                  if len(hudi_only) > 1 else hudi_only[0])
+
+    def parse(value: Any) -> str:
+        return refuse(known(value))
 
     return parse
 

@@ -167,12 +167,15 @@ ARCHIVE_BEYOND_SAVEPOINT = option(
 # ---------------------------------------------------------------------------------------------
 # Concurrency: heartbeats, failed writes, locks, conflict resolution
 # ---------------------------------------------------------------------------------------------
+#: the values of ``hoodie.write.concurrency.mode``, named once for every module that tests the mode
+SINGLE_WRITER = "SINGLE_WRITER"
+OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 WRITE_CONCURRENCY_MODE = option(
-    "hoodie.write.concurrency.mode", "SINGLE_WRITER",
+    "hoodie.write.concurrency.mode", SINGLE_WRITER,
     "SINGLE_WRITER: one writer at a time (a writer that finds another write in progress, its "
     "heartbeat alive, fails); OPTIMISTIC_CONCURRENCY_CONTROL: writers run side by side and one whose "
     "file groups another writer changed meanwhile fails at commit (HudiWriteConflictError).",
-    choice("SINGLE_WRITER", "OPTIMISTIC_CONCURRENCY_CONTROL"))
+    choice(SINGLE_WRITER, OCC))
 FAILED_WRITES_POLICY = option(
     "hoodie.cleaner.policy.failed.writes", "EAGER",
     "When failed writes are rolled back: EAGER by every writer before it starts, LAZY by the cleaner. "

@@ -7,6 +7,7 @@ from pyhudi.config.registry import (
     MB,
     choice,
     class_choice,
+    implemented_choice,
     option,
     parse_bool,
     parse_fields,
@@ -69,12 +70,15 @@ ALLOW_COLUMN_DROP = option(
 # ---------------------------------------------------------------------------------------------
 # Index
 # ---------------------------------------------------------------------------------------------
+#: the values of ``hoodie.index.type`` pyhudi implements, and those only Apache Hudi's engines do
+INDEX_TYPES = ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX")
+HUDI_ONLY_INDEX_TYPES = ("INMEMORY", "HBASE", "FLINK_STATE")
 INDEX_TYPE = option(
     "hoodie.index.type", "SIMPLE",
     "How upserts find existing records: SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX "
-    "(global: the metadata table's record_index partition maps every key to its file group).",
-    choice("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "INMEMORY", "HBASE",
-           "RECORD_INDEX", "FLINK_STATE"))
+    "(global: the metadata table's record_index partition maps every key to its file group). Hudi's "
+    "INMEMORY, HBASE and FLINK_STATE are refused.",
+    implemented_choice(INDEX_TYPES, hudi_only=HUDI_ONLY_INDEX_TYPES))
 SIMPLE_INDEX_UPDATE_PARTITION_PATH = option(
     "hoodie.simple.index.update.partition.path", True,
     "GLOBAL_SIMPLE: a record whose partition changed moves (delete + insert); false updates it in place.",

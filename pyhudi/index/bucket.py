@@ -25,10 +25,9 @@ File groups of bucket ``N`` are named ``{N:08d}`` + the rest of a random UUID + 
 is read back as ``Integer.parseInt(fileId.substring(0, 8))``. A partition must hold at most one
 file group per bucket, and no file group whose id does not start with a number, or Java writers fail.
 
-Hashing is vectorised with numpy: ``String.hashCode`` of a string of UTF-16 code units ``c`` is
-``sum(c[j] * 31**(len-1-j))`` modulo 2**32, so every code unit is multiplied by a power of 31 looked
-up by its distance to the end of its string and the products are summed per string with one
-wrapping cumulative sum.
+Java's hashes themselves, scalar and vectorised with numpy, are :mod:`pyhudi.io.java_hash`; this
+module parses keys into the values they hash, and the list hash of many keys is vectorised the
+same way (powers of 31 by position, one wrapping cumulative sum).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import HudiConfigError, HudiTableMismatchError
+from pyhudi.io.java_hash import java_list_hash, java_string_hashes, pow31
 
 NULL_PLACEHOLDER = "__null__"
 EMPTY_PLACEHOLDER = "__empty__"
@@ -52,7 +52,6 @@ BUCKET_ID_WIDTH = 8
 #: Largest bucket number whose padded form still fits the 8 characters ``bucketIdFromFileId`` reads.
 MAX_BUCKET_ID = 10**BUCKET_ID_WIDTH - 1
 
-_MASK32 = 0xFFFFFFFF
 _INT_MAX = 0x7FFFFFFF
 _ROWS_PER_CHUNK = 1 << 16
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
@@ -97,31 +96,6 @@ def resolve_hash_fields(hash_fields: Sequence[str] | str | None, record_key_fiel
 # ---------------------------------------------------------------------------------------------
 # Scalar reference (one key at a time; the specification the vectorised code is tested against)
 # ---------------------------------------------------------------------------------------------
-def _to_int32(value: int) -> int:
-    value &= _MASK32
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
-def java_string_hash(value: str) -> int:
-    """``java.lang.String.hashCode``: ``31*h + c`` over UTF-16 code units, as a signed 32-bit int.
-
-    Characters outside the BMP count as two code units (a surrogate pair), as in Java.
-    """
-    data = value.encode("utf-16-be", "surrogatepass")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
-    return _to_int32(h)
-
-
-def java_list_hash(values: Iterable[str | None]) -> int:
-    """``java.util.List.hashCode`` of a list of strings (``null`` contributes 0), signed 32-bit."""
-    h = 1
-    for v in values:
-        h = (31 * h + (0 if v is None else java_string_hash(v))) & _MASK32
-    return _to_int32(h)
-
-
 def _java_split(text: str, sep: str) -> list[str]:
     """``String.split(sep)`` with limit 0: like ``str.split`` but trailing empty strings are removed."""
     parts = text.split(sep)
@@ -157,14 +131,6 @@ def bucket_id(
 # ---------------------------------------------------------------------------------------------
 # Vectorised hashing
 # ---------------------------------------------------------------------------------------------
-def _pow31(n: int) -> np.ndarray:
-    """``31**i mod 2**32`` for ``i`` in ``0..n`` (uint32; numpy's uint32 products wrap like Java ints)."""
-    out = np.ones(n + 1, dtype=np.uint32)
-    if n:
-        out[1:] = np.cumprod(np.full(n, 31, dtype=np.uint32), dtype=np.uint32)
-    return out
-
-
 def _as_string_array(keys: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(keys.type):
         keys = keys.dictionary_decode()
@@ -173,45 +139,6 @@ def _as_string_array(keys: pa.Array) -> pa.Array:
     if str(keys.type) == "string_view":
         return keys.cast(pa.large_string())
     raise TypeError(f"record keys must be a string array, got {keys.type}")
-
-
-def _utf16_units(strings: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(UTF-16 code units as uint32, per-string offsets into them) of a string array.
-
-    ASCII data is used as is. Otherwise the whole UTF-8 buffer is transcoded in one C call (valid
-    UTF-8 strings concatenate to valid UTF-8), and each string's offset in code units is the count
-    of UTF-8 lead bytes before it plus one more for every 4-byte sequence (a surrogate pair in Java).
-    """
-    offsets_dtype = np.int64 if pa.types.is_large_string(strings.type) else np.int32
-    bufs = strings.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=offsets_dtype)[strings.offset:strings.offset + len(strings) + 1]
-    offsets = offsets.astype(np.int64)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi] if bufs[2] is not None else np.zeros(0, np.uint8)
-    offsets = offsets - lo
-    if not data.size or int(data.max()) < 0x80:
-        return data.astype(np.uint32), offsets
-    units_per_byte = ((data & 0xC0) != 0x80).astype(np.int64) + (data >= 0xF0)
-    before = np.zeros(data.size + 1, dtype=np.int64)
-    np.cumsum(units_per_byte, out=before[1:])
-    units = np.frombuffer(data.tobytes().decode("utf-8").encode("utf-16-le"), dtype="<u2").astype(np.uint32)
-    if units.size != before[-1]:  # pragma: no cover - arrow strings are valid UTF-8
-        raise ValueError("record keys are not valid UTF-8")
-    return units, before[offsets]
-
-
-def _string_hashes(strings: pa.Array) -> np.ndarray:
-    """``String.hashCode`` of every string, as uint32 (the same 32 bits as Java's signed int)."""
-    units, offsets = _utf16_units(strings)
-    lengths = np.diff(offsets)
-    if not units.size:
-        return np.zeros(len(lengths), dtype=np.uint32)
-    powers = _pow31(int(lengths.max()))
-    ends = offsets[1:]
-    distance = np.repeat(ends - 1, lengths) - np.arange(units.size, dtype=np.int64)
-    csum = np.zeros(units.size + 1, dtype=np.uint32)
-    np.cumsum(units * powers[distance], dtype=np.uint32, out=csum[1:])
-    return csum[ends] - csum[offsets[:-1]]
 
 
 def _list_offsets(arr: pa.Array) -> np.ndarray:
@@ -243,7 +170,7 @@ def _complex_hashes(keys: pa.Array, hash_fields: Sequence[str]) -> np.ndarray:
         in_fields = np.asarray(pc.is_in(field, value_set=pa.array(list(hash_fields), pa.string())))
         keep &= ~has_value | in_fields
     text = kv_flat.take(pa.array(kv_offsets[:-1] + has_value)).filter(pa.array(keep))
-    hashes = _string_hashes(text)
+    hashes = java_string_hashes(text)
     placeholder = has_value[keep] & np.asarray(pc.is_in(text, value_set=pa.array(list(_PLACEHOLDERS))))
     hashes[placeholder] = 0  # null and "" both contribute 0 to List.hashCode
 
@@ -252,14 +179,14 @@ def _complex_hashes(keys: pa.Array, hash_fields: Sequence[str]) -> np.ndarray:
     first = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(k, out=first[1:])
     exponent = k[kept_rows] - 1 - (np.arange(kept_rows.size, dtype=np.int64) - first[kept_rows])
-    powers = _pow31(int(k.max()) if m else 0)
+    powers = pow31(int(k.max()) if m else 0)
     csum = np.zeros(kept_rows.size + 1, dtype=np.uint32)
     np.cumsum(hashes * powers[exponent], dtype=np.uint32, out=csum[1:])
     return powers[k] + (csum[first[1:]] - csum[first[:-1]])
 
 
 def _list_hashes_chunk(keys: pa.Array, hash_fields: Sequence[str]) -> np.ndarray:
-    out = _string_hashes(keys) + np.uint32(31)  # [key] -> 31*1 + key.hashCode()
+    out = java_string_hashes(keys) + np.uint32(31)  # [key] -> 31*1 + key.hashCode()
     has_colon = np.asarray(pc.match_substring(keys, ":"))
     if has_colon.any():
         rows = np.nonzero(has_colon)[0]

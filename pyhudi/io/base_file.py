@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
 from pyhudi.io.avro_schema import COMMIT_SEQNO, RECORD_KEY
 from pyhudi.io.bloom import DYNAMIC_V0, BloomFilter
 from pyhudi.io.reconcile import reconcile
 from pyhudi.storage import Storage
-
-if TYPE_CHECKING:
-    from pyhudi.config import HudiConfig
 
 BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
 BLOOM_FILTER_TYPE_KEY = "hoodie_bloom_filter_type_code"
@@ -55,8 +53,6 @@ class ParquetSettings:
 
 def parquet_settings(cfg: HudiConfig, avro_schema: str, *, populate_meta_fields: bool) -> ParquetSettings:
     """The base-file settings a write (or a compaction) takes from its ``hoodie.*`` options."""
-    from pyhudi import config as C
-
     return ParquetSettings(
         avro_schema=avro_schema, codec=cfg.get(C.PARQUET_COMPRESSION_CODEC).replace("uncompressed", "none"),
         block_size=cfg.get(C.PARQUET_BLOCK_SIZE), page_size=cfg.get(C.PARQUET_PAGE_SIZE),

@@ -41,7 +41,7 @@ import logging
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fastavro
 import numpy as np
@@ -57,10 +57,8 @@ from pyhudi.io.avro_codec import (
     encode_flat,
 )
 from pyhudi.io.base_file import AVRO_SCHEMA_KEY, ParquetSettings, align, open_parquet_writer
+from pyhudi.io.hfile import CellColumns, write_hfile
 from pyhudi.storage.fs import Storage
-
-if TYPE_CHECKING:
-    from pyhudi.io.hfile import CellColumns
 
 __all__ = [
     "BlockType", "HeaderKey", "ROLLBACK_COMMAND", "MAGIC", "LogBlock", "read_blocks", "read_log_file",
@@ -336,8 +334,6 @@ def hfile_data_block(cells: list[tuple[bytes, bytes]] | CellColumns, avro_schema
     """An HFILE_DATA_BLOCK, the metadata table's log block: an HFile of ``cells`` (record key,
     Avro binary of the record; pairs are sorted here, columns must come sorted), its file info
     naming the schema as Hudi's does."""
-    from pyhudi.io.hfile import CellColumns, write_hfile
-
     ordered = cells if isinstance(cells, CellColumns) else sorted(cells)
     content = write_hfile(ordered, block_size=block_size, codec=codec,
                           file_info={"schema": avro_schema.encode("utf-8")})

@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from pyhudi.io.java_hash import java_string_hash, java_string_hashes
+
 SEED = 0xFFFFFFFFDABADABA
 NON_PARTITIONED = "."
 
@@ -53,15 +55,6 @@ def bloom_filter_key(partition: str, file_name: str) -> str:
     return partition_id(partition) + file_id(file_name)
 
 
-def java_string_hash(text: str) -> int:
-    """``String.hashCode``: over UTF-16 code units, in 32-bit signed arithmetic."""
-    units = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
 def file_group_index(key: str, count: int) -> int:
     """``mapRecordKeyToFileGroupIndex``: ``Math.abs(Math.abs(hash) % count)``. Java's ``%`` keeps
     the dividend's sign, so even for the smallest int (whose ``Math.abs`` stays negative) this is
@@ -75,12 +68,8 @@ def file_group_id(prefix: str, index: int) -> str:
 
 
 def file_group_indexes(keys: pa.Array | pa.ChunkedArray, count: int) -> np.ndarray:
-    """:func:`file_group_index` of every key of a string array, vectorized.
-
-    For ASCII keys a UTF-16 code unit is the byte, so ``hashCode`` is the sum of each byte times
-    31 to the power of the characters after it, modulo 2**32: one pass of numpy over the array's
-    bytes. Keys with other characters (rare) take :func:`java_string_hash`.
-    """
+    """:func:`file_group_index` of every key of a string array, vectorized
+    (:func:`~pyhudi.io.java_hash.java_string_hashes`)."""
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     arr = pc.cast(arr, pa.large_string()) if not pa.types.is_large_string(arr.type) else arr
     n = len(arr)
@@ -88,29 +77,5 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray, count: int) -> np.ndarr
         return np.zeros(n, dtype=np.int64)
     if arr.null_count:
         raise ValueError("record keys must not be null")
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
-    start, end = int(offsets[0]), int(offsets[-1])
-    chars = data[start:end].astype(np.uint64)
-    lengths = np.diff(offsets)
-    longest = int(lengths.max(initial=0))
-    powers = np.ones(max(1, longest), dtype=np.uint64)
-    for i in range(1, longest):
-        powers[i] = (powers[i - 1] * np.uint64(31)) & np.uint64(0xFFFFFFFF)
-    # exponent of each byte: characters after it in its key
-    ends = (offsets[1:] - start - 1).astype(np.int32)
-    exponent = np.repeat(ends, lengths) - np.arange(end - start, dtype=np.int32)
-    terms = (chars * powers[exponent]) & np.uint64(0xFFFFFFFF)
-    sums = np.zeros(n, dtype=np.uint64)
-    non_ascii = np.zeros(n, dtype=bool)
-    filled = np.nonzero(lengths > 0)[0]
-    if len(filled):
-        firsts = offsets[:-1][filled] - start
-        sums[filled] = np.add.reduceat(terms, firsts)  # below 2**40 per byte: no overflow in 64 bits
-        non_ascii[filled] = np.maximum.reduceat(chars, firsts) >= 128
-    hashes = (sums & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    hashes = np.where(hashes >= 1 << 31, hashes - (1 << 32), hashes)
-    out = np.abs(hashes) % count
-    for i in np.nonzero(non_ascii)[0].tolist():
-        out[i] = file_group_index(arr[i].as_py(), count)
-    return out
+    hashes = java_string_hashes(arr).view(np.int32).astype(np.int64)
+    return np.abs(hashes) % count

@@ -19,10 +19,11 @@ from typing import Any
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.index import INDEX_STATS_KEY
+from pyhudi.instant_time import parse_instant_time
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import has_archive
 from pyhudi.timeline.avro_records import read_record
-from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant, parse_instant_time
+from pyhudi.timeline.instant import RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
 from pyhudi.write.result import OPTIONS_KEY, PHASES_KEY
 
 #: operations that bring records in (amplification is measured against them); the rest are services

@@ -32,13 +32,14 @@ from pyhudi import config as C
 from pyhudi.actions.clean import run_clean
 from pyhudi.actions.rollback import rollback_failed_writes
 from pyhudi.config import HudiConfig
+from pyhudi.instant_time import parse_instant_time
 from pyhudi.plans.clean import CleanPlan, CleanResult, last_clean, last_clean_ectr
 from pyhudi.plans.compaction import pending_compactions, read_plan
 from pyhudi.plans.savepoint import savepointed_files
 from pyhudi.table.fs_view import FileGroup, FileSlice
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
-from pyhudi.timeline.instant import CLEAN, new_instant_time, parse_instant_time
+from pyhudi.timeline.instant import CLEAN, new_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
 from pyhudi.transaction.lock import under_table_lock
 

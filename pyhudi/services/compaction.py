@@ -75,7 +75,7 @@ def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_
     (:mod:`pyhudi.transaction.conflict`).
     """
     pending = timeline.pending_writes()
-    if pending and cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL":
+    if pending and cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC:
         raise HudiCompactionError(
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
             "let them finish, or run a write (which rolls failed ones back) first")

@@ -61,10 +61,10 @@ from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_a
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.bulk_insert import bulk_insert_writer
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.handles import current_task
 from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
 from pyhudi.write.plan import WriteContext
 from pyhudi.write.result import commit_metadata
+from pyhudi.write.task import current_task
 
 log = logging.getLogger("pyhudi")
 

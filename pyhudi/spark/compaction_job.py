@@ -33,9 +33,10 @@ from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.handles import current_task, stats_batch
 from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
 from pyhudi.write.result import commit_metadata
+from pyhudi.write.rows import stats_batch
+from pyhudi.write.task import current_task
 
 log = logging.getLogger("pyhudi")
 

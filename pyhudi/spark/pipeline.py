@@ -37,7 +37,7 @@ from pyhudi.spark.state import WriteState
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.write.markers import delete_markers, remove_stray_files
 from pyhudi.write.replace import DELETE_PARTITION
-from pyhudi.write.result import commit_metadata, record_run
+from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run
 
 
 @dataclass
@@ -76,8 +76,7 @@ class Pipeline(WriteState):
                 rows, replaced = bucket_write(self, data, operation, ctx), None
             else:
                 rows, replaced = tagged_write(self, data, operation, ctx), None
-            op_type = replace or {
-                "upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE"}[operation]
+            op_type = replace or OPERATION_TYPES[operation]
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit

@@ -92,6 +92,6 @@ class WriteState:
             keep_larger_ordering=self.merge_spec().keep_larger_ordering,
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
-            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != "OPTIMISTIC_CONCURRENCY_CONTROL",
+            append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,
             log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
             stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))

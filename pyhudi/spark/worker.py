@@ -1,7 +1,8 @@
 """Running pyhudi's per-file work in Spark's Python workers.
 
 Every ``mapInArrow`` of pyhudi goes through :func:`map_in_arrow`, which prepares the worker process
-once before the first batch. The preparation removes two fixed costs that PySpark 3.5 puts on every
+once before the first batch and tells the write layer which task it runs in (see
+:mod:`pyhudi.write.task`). The preparation removes two fixed costs that PySpark 3.5 puts on every
 task of a reused worker, and which dominate writes of a few hundred thousand rows:
 
 * PySpark's ``worker.py`` calls ``importlib.invalidate_caches()`` at the start of each task. On
@@ -29,10 +30,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from pyhudi.storage import Storage
+from pyhudi.write.task import NO_TASK, TaskInfo, running_task
 
 ArrowBody = Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 Item = TypeVar("Item")
@@ -66,12 +69,23 @@ def prepare_worker() -> None:
     gc.freeze()
 
 
+def spark_task() -> TaskInfo:
+    """The Spark task running this code, read from its ``TaskContext`` (0-0-0 outside a task)."""
+    ctx = TaskContext.get()
+    if ctx is None:
+        return NO_TASK
+    return TaskInfo(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
+
+
 def map_in_arrow(df: DataFrame, body: ArrowBody, schema: T.StructType | str) -> DataFrame:
-    """``df.mapInArrow(body, schema)``, with the Python worker prepared before ``body`` runs."""
+    """``df.mapInArrow(body, schema)``, with the Python worker prepared before ``body`` runs and
+    the task's identity handed to the write layer (:func:`pyhudi.write.task.current_task`), which
+    names files and sequence numbers after it but must not import pyspark itself."""
 
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         prepare_worker()
-        yield from body(batches)
+        with running_task(spark_task()):
+            yield from body(batches)
 
     return df.mapInArrow(run, schema)
 

@@ -58,7 +58,7 @@ from pyhudi.write.replace import (
     requested_replace,
     resolve_partitions,
 )
-from pyhudi.write.result import WriteResult, summarize
+from pyhudi.write.result import OPERATION_TYPES, WriteResult, summarize
 
 log = logging.getLogger("pyhudi")
 
@@ -78,8 +78,6 @@ _TABLE_TO_OPTION = {
 _TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
                     C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
                     C.TIMESTAMP_INPUT_FORMAT_DELIMITER, C.TIMESTAMP_TIMEZONE)
-_OPERATION_TYPES = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
-                    **REPLACE_OPERATIONS}
 
 
 def _normalized(opt: C.ConfigOption[Any], value: Any) -> str:
@@ -199,8 +197,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     elif not cfg.get(C.TABLE_NAME):
         raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
     operation = cfg.get(C.OPERATION)
-    if operation not in _OPERATION_TYPES:
-        raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(_OPERATION_TYPES)}")
+    if operation not in OPERATION_TYPES:
+        raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(OPERATION_TYPES)}")
     if mode == "overwrite" and operation in ("delete", "delete_partition"):
         raise HudiConfigError(f"mode='overwrite' cannot be combined with the {operation} operation")
     # Hudi's SaveMode.Overwrite on an existing table: the batch replaces the table
@@ -211,9 +209,6 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if replace == DELETE_PARTITION and table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
     overwrite = mode == "overwrite" and table is not None  # the old schema goes too
-    if cfg.get(C.INDEX_TYPE) not in ("SIMPLE", "GLOBAL_SIMPLE", "BLOOM", "GLOBAL_BLOOM", "BUCKET", "RECORD_INDEX"):
-        raise HudiUnsupportedError(f"hoodie.index.type={cfg.get(C.INDEX_TYPE)} is not supported; "
-                                   "use SIMPLE, GLOBAL_SIMPLE, BLOOM, GLOBAL_BLOOM, BUCKET or RECORD_INDEX")
     if cfg.get(C.INDEX_TYPE) == "RECORD_INDEX" and not cfg.get(C.METADATA_ENABLE):
         log.warning("hoodie.index.type=RECORD_INDEX needs the metadata table (hoodie.metadata.enable=true); "
                     "looking records up with GLOBAL_SIMPLE instead")

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyhudi.errors import HudiConfigError, HudiRetentionError
+from pyhudi.instant_time import parse_query_instant
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import parse_query_instant
 
 #: Hudi's spelling of "from the beginning of the timeline"
 EARLIEST = "00000000000000000"

@@ -52,6 +52,7 @@ from typing import Any
 
 from pyhudi.config.properties import load_table_config
 from pyhudi.errors import HudiCorruptFileError, HudiError, HudiInstantNotFoundError, HudiUnsupportedError
+from pyhudi.instant_time import format_instant
 from pyhudi.io.log_format import BlockType, HeaderKey, LogBlock, encode_block, has_valid_tail, read_log_file
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import (
@@ -82,7 +83,6 @@ from pyhudi.timeline.instant import (
     SAVEPOINT,
     Instant,
     State,
-    format_instant,
 )
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 

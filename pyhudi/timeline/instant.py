@@ -3,7 +3,8 @@
 Table version 6 keeps every state of an instant as its own file in ``.hoodie/``:
 ``T.commit.requested`` -> ``T.inflight`` -> ``T.commit``. Version 8 moves the active timeline to
 ``.hoodie/timeline/`` and names completed instants ``T_completion.action``. Instant times are
-17-digit ``yyyyMMddHHmmssSSS`` strings, so string order is time order.
+17-digit ``yyyyMMddHHmmssSSS`` strings, so string order is time order; reading and writing them
+as text is :mod:`pyhudi.instant_time`, issuing new ones is :func:`new_instant_time` here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import enum
 import re
 import threading
 from dataclasses import dataclass
+
+from pyhudi.instant_time import format_instant, parse_instant_time
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"
@@ -96,50 +99,8 @@ def parse_instant_file(name: str) -> Instant | None:
 # ---------------------------------------------------------------------------------------------
 # Instant time generation
 # ---------------------------------------------------------------------------------------------
-INSTANT_FORMAT = "%Y%m%d%H%M%S"
 _lock = threading.Lock()
 _last_issued = ""
-
-
-def format_instant(moment: dt.datetime) -> str:
-    return moment.strftime(INSTANT_FORMAT) + f"{moment.microsecond // 1000:03d}"
-
-
-def parse_instant_time(ts: str) -> dt.datetime:
-    """An instant time as a naive datetime (14-digit legacy times too)."""
-    if len(ts) == 14:
-        return dt.datetime.strptime(ts, INSTANT_FORMAT)
-    return dt.datetime.strptime(ts[:14], INSTANT_FORMAT) + dt.timedelta(milliseconds=int(ts[14:17]))
-
-
-_QUERY_FORMS = (
-    (re.compile(r"^\d{17}$"), lambda d: d),
-    (re.compile(r"^\d{14}$"), lambda d: d + "000"),
-    (re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}\.\d{3}$"), lambda d: d),
-    (re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}$"), lambda d: d + "999"),
-    (re.compile(r"^\d{4}-\d{2}-\d{2}$"), lambda d: d + "000000000"),
-)
-
-
-def parse_query_instant(value: object) -> str:
-    """An instant named in a query option, as a 17-digit instant time.
-
-    Accepts what Hudi's ``formatQueryInstant`` accepts: ``yyyyMMddHHmmss[SSS]``,
-    ``yyyy-MM-dd HH:mm:ss[.SSS]`` (also with ``T``) and ``yyyy-MM-dd`` (midnight, so a date reads
-    the table as it was when that day began). As in Hudi, ``HH:mm:ss`` covers the whole second
-    (``.999``); a 14-digit instant means its first millisecond (``000``).
-    """
-    text = str(value).strip()
-    for pattern, complete in _QUERY_FORMS:
-        if pattern.match(text):
-            digits = complete("".join(ch for ch in text if ch.isdigit()))
-            try:
-                parse_instant_time(digits)
-            except ValueError:
-                break
-            return digits
-    raise ValueError(f"cannot read {value!r} as an instant; use yyyyMMddHHmmss[SSS], "
-                     "'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'")
 
 
 def new_instant_time(*, after: str | None = None, utc: bool = False) -> str:

@@ -7,11 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyhudi import config as C
-from pyhudi.config import HudiConfig
+from pyhudi.config import OCC, HudiConfig
 from pyhudi.transaction.heartbeat import HeartbeatPolicy
-
-SINGLE_WRITER = "SINGLE_WRITER"
-OCC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 
 
 @dataclass(frozen=True)

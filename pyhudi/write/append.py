@@ -29,11 +29,13 @@ from pyhudi.io.log_format import (
     has_valid_tail,
     parquet_data_block,
 )
+from pyhudi.metadata import column_stats
 from pyhudi.storage import Storage
 from pyhudi.write.columns import IS_DELETE
-from pyhudi.write.handles import TaskInfo, stats_row, to_storage_rows
 from pyhudi.write.markers import APPEND, create_marker, delete_marker
 from pyhudi.write.plan import LogTarget, WriteBucket, WriteContext
+from pyhudi.write.rows import stats_row, to_storage_rows
+from pyhudi.write.task import TaskInfo
 
 
 def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, target: LogTarget,
@@ -111,8 +113,6 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
                  base_file=target.base_file_name, log_files="\n".join(log_files), log_blocks=len(blocks))
     if ctx.log_column_stats and live.num_rows:
-        from pyhudi.metadata import column_stats
-
         stats["column_stats"] = column_stats.encode(column_stats.table_records(
             bucket.partition_path, name, records, columns=ctx.stats_columns or None))
     return stats

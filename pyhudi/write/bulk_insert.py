@@ -34,18 +34,11 @@ from pyhudi.io.base_file import BaseFileWriter
 from pyhudi.io.file_names import base_file_name, file_id, new_file_id_prefix
 from pyhudi.storage import Storage
 from pyhudi.write.columns import IS_DELETE
-from pyhudi.write.handles import (
-    TaskInfo,
-    current_task,
-    open_base_file,
-    split_by_partition,
-    stats_batch,
-    stats_row_of,
-    storage_schema_of,
-    to_storage_rows,
-)
+from pyhudi.write.handles import open_base_file, split_by_partition
 from pyhudi.write.markers import CREATE
 from pyhudi.write.plan import MAX_ROWS_PER_TASK, WriteContext, pack_tasks
+from pyhudi.write.rows import stats_batch, stats_row_of, storage_schema_of, to_storage_rows
+from pyhudi.write.task import TaskInfo, current_task
 
 #: Estimated bytes (record size estimate x records) above which a slot is split further.
 MAX_TASK_BYTES = 4 << 30

@@ -1,4 +1,5 @@
-"""Executor-side writers: Hudi's create and merge handles (bulk inserts: :mod:`pyhudi.write.bulk_insert`).
+"""Executor-side writers: Hudi's create and merge handles (bulk inserts: :mod:`pyhudi.write.bulk_insert`,
+log appends: :mod:`pyhudi.write.append`; the row and stats helpers they share: :mod:`pyhudi.write.rows`).
 
 These run inside Spark tasks (``mapInArrow``) on Arrow tables, with no Spark import: each turns the
 rows of one bucket into one new base file and returns a stats row for the driver's commit.
@@ -14,101 +15,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.config.properties import write_partition_metadata
-from pyhudi.io.avro_schema import (
-    COMMIT_SEQNO,
-    COMMIT_TIME,
-    FILE_NAME,
-    META_FIELDS,
-    PARTITION_PATH,
-    RECORD_KEY,
-)
-from pyhudi.io.base_file import BaseFileWriter, WrittenFile, align, read_base_file
-from pyhudi.io.file_names import base_file_name, file_id, relative_path, write_token
+from pyhudi.io.avro_schema import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from pyhudi.io.base_file import BaseFileWriter, align, read_base_file
+from pyhudi.io.file_names import base_file_name, file_id, relative_path
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
-from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE, STATS_SCHEMA
+from pyhudi.write.append import append_handle
+from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    partition_id: int
-    stage_id: int
-    attempt_id: int
-
-    @property
-    def token(self) -> str:
-        return write_token(self.partition_id, self.stage_id, self.attempt_id)
-
-
-def current_task() -> TaskInfo:
-    """The Spark task running this code (0-0-0 outside Spark, e.g. in unit tests)."""
-    try:
-        from pyspark import TaskContext
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        return TaskInfo(0, 0, 0)
-    ctx = TaskContext.get()
-    if ctx is None:
-        return TaskInfo(0, 0, 0)
-    return TaskInfo(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
-
-
-def storage_schema_of(ctx: WriteContext) -> pa.Schema:
-    return pa.ipc.read_schema(pa.py_buffer(ctx.storage_schema_ipc))
-
-
-def _seqnos(instant: str, partition_id: int, start: int, count: int) -> pa.Array:
-    positions = pa.array(np.arange(start, start + count, dtype=np.int64)).cast(pa.string())
-    return pc.binary_join_element_wise(f"{instant}_{partition_id}_", positions, "")
-
-
-def to_storage_rows(rows: pa.Table, schema: pa.Schema, ctx: WriteContext, file_name: str,
-                    task: TaskInfo, first_position: int) -> pa.Table:
-    """Incoming rows as base-file rows: meta columns filled for a new write at ``ctx.instant_time``."""
-    n = rows.num_rows
-    populate = ctx.settings.populate_meta_fields
-    data = align(rows, pa.schema([f for f in schema if f.name not in META_FIELDS]))
-    kept = populate and ctx.preserve_commit_metadata and COMMIT_TIME in rows.column_names
-    meta = {
-        COMMIT_TIME: rows.column(COMMIT_TIME).cast(pa.string()) if kept
-        else pa.repeat(pa.scalar(ctx.instant_time, pa.string()), n) if populate else pa.nulls(n, pa.string()),
-        COMMIT_SEQNO: rows.column(COMMIT_SEQNO).cast(pa.string()) if kept
-        else _seqnos(ctx.instant_time, task.partition_id, first_position, n) if populate
-        else pa.nulls(n, pa.string()),
-        RECORD_KEY: rows.column(RECORD_KEY).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
-        PARTITION_PATH: rows.column(PARTITION_PATH).cast(pa.string()) if populate else pa.nulls(n, pa.string()),
-        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
-    }
-    arrays = [meta[f.name] if f.name in meta else data.column(f.name) for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def stats_row(partition: str, fid: str, path: str, *, prev_commit: str, io_type: str, num_writes: int,
-              deletes: int, updates: int, inserts: int, file_size: int, started: float,
-              min_key: str | None, max_key: str | None) -> dict:
-    """One row of :data:`STATS_SCHEMA`: what a handle wrote, for the driver's commit metadata."""
-    return {
-        "partition_path": partition, "file_id": fid, "path": path, "prev_commit": prev_commit,
-        "io_type": io_type, "num_writes": num_writes, "num_deletes": deletes,
-        "num_update_writes": updates, "num_inserts": inserts, "file_size": file_size,
-        "time_ms": int((time.monotonic() - started) * 1000), "min_key": min_key, "max_key": max_key,
-        "write_bytes": file_size,
-    }
-
-
-def stats_row_of(bucket_partition: str, fid: str, written: WrittenFile, *, prev_commit: str, io_type: str,
-               deletes: int, updates: int, inserts: int, started: float) -> dict:
-    return stats_row(bucket_partition, fid, written.path, prev_commit=prev_commit, io_type=io_type,
-                     num_writes=written.num_rows, deletes=deletes, updates=updates, inserts=inserts,
-                     file_size=written.size, started=started, min_key=written.min_key, max_key=written.max_key)
+from pyhudi.write.rows import seqnos, stats_batch, stats_row_of, storage_schema_of, to_storage_rows
+from pyhudi.write.task import TaskInfo, current_task
 
 
 def open_base_file(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
@@ -174,7 +97,7 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     combined = pa.concat_tables([old, new_rows]).take(pa.array(order))
     from_incoming = pa.array(order >= n_old)
     if ctx.settings.populate_meta_fields:
-        fresh = _seqnos(ctx.instant_time, task.partition_id, first_position, len(order))
+        fresh = seqnos(ctx.instant_time, task.partition_id, first_position, len(order))
         seq = pc.if_else(from_incoming, fresh, combined.column(COMMIT_SEQNO))
         combined = combined.set_column(combined.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, seq)
     combined = combined.set_column(combined.schema.get_field_index(FILE_NAME), FILE_NAME,
@@ -221,10 +144,6 @@ def sorted_by_key(rows: pa.Table) -> pa.Table:
     return rows.take(pc.sort_indices(rows.column(RECORD_KEY)))
 
 
-def stats_batch(stats: dict) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([stats], schema=STATS_SCHEMA)
-
-
 def collect_batches(batches: Iterable[pa.RecordBatch]) -> pa.Table | None:
     """The non-empty batches a ``mapInArrow`` task receives, as one table (None if there are none).
 
@@ -246,8 +165,6 @@ def run_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: W
                task: TaskInfo, *, first_position: int = 0) -> dict | None:
     """Write one bucket's rows with the handle of its kind: append (log), merge, or create."""
     if bucket.kind == APPEND:
-        from pyhudi.write.append import append_handle  # it builds on this module's row helpers
-
         return append_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)
     if bucket.kind == UPDATE:
         return merge_handle(storage, ctx, schema, bucket, rows, task, first_position=first_position)

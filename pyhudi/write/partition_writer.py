@@ -45,18 +45,7 @@ from pyhudi.metadata.files import MdtSlice
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 from pyhudi.write.columns import INDEX_ROW, IS_DELETE
-from pyhudi.write.handles import (
-    TaskInfo,
-    collect_batches,
-    combine,
-    current_task,
-    group_indices,
-    run_handle,
-    split_by_partition,
-    stats_batch,
-    storage_schema_of,
-    to_storage_rows,
-)
+from pyhudi.write.handles import collect_batches, combine, group_indices, run_handle, split_by_partition
 from pyhudi.write.plan import (
     BucketPlan,
     HashBucketCount,
@@ -68,6 +57,8 @@ from pyhudi.write.plan import (
     plan_bucket_index,
     to_append_buckets,
 )
+from pyhudi.write.rows import stats_batch, storage_schema_of, to_storage_rows
+from pyhudi.write.task import NO_TASK, current_task
 
 SIMPLE = "SIMPLE"
 BLOOM = "BLOOM"
@@ -271,7 +262,7 @@ def sampled_record_size(inserts: pa.Table, ctx: WriteContext) -> int:
     picked = np.unique(np.linspace(0, n - 1, min(n, RECORD_SIZE_SAMPLE)).astype(np.int64))
     sample = inserts.take(pa.array(picked))
     sample = sample.take(pc.sort_indices(sample.column(RECORD_KEY)))
-    rows = to_storage_rows(sample, storage_schema_of(ctx), ctx, "sample.parquet", TaskInfo(0, 0, 0), 0)
+    rows = to_storage_rows(sample, storage_schema_of(ctx), ctx, "sample.parquet", NO_TASK, 0)
     return max(1, math.ceil(encoded_record_size(rows, ctx.settings)))
 
 

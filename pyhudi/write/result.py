@@ -10,6 +10,12 @@ from typing import Any
 
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.write.markers import APPEND, CREATE
+from pyhudi.write.replace import REPLACE_OPERATIONS
+
+#: ``hoodie.datasource.write.operation`` values pyhudi writes -> the ``WriteOperationType`` their
+#: commits record (what Hudi's readers, cleaners and CLI key on)
+OPERATION_TYPES = {"upsert": "UPSERT", "insert": "INSERT", "bulk_insert": "BULK_INSERT", "delete": "DELETE",
+                   **REPLACE_OPERATIONS}
 
 
 @dataclass

@@ -10,10 +10,16 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
+from pyhudi.cli.common import table_text
 from pyhudi.errors import HudiTableNotFoundError
+from pyhudi.io.base_file import BLOOM_FILTER_KEY
 from pyhudi.io.file_names import parse_base_file, parse_log_file
+from pyhudi.metadata import bloom_filters, column_stats
+from pyhudi.metadata import record_index as R
 from pyhudi.metadata.files import METADATA_FOLDER, FileListing
+from pyhudi.metadata.keys import bloom_filter_key, file_group_id, file_group_index
 from pyhudi.metadata.table import MetadataTable
+from pyhudi.read.skipping import footers
 from pyhudi.storage.fs import FileInfo
 from pyhudi.table.table import HudiTable
 from pyhudi.write.markers import list_markers
@@ -86,9 +92,6 @@ def _check_record_index(table: HudiTable) -> list[str]:
     file slices: a key missing, recorded in another file group or partition, or recorded though
     no slice holds it (at most 20 of each are named). A key several partitions hold (a table
     without a global index) may be recorded in any of them."""
-    from pyhudi.metadata import record_index as R
-    from pyhudi.metadata.keys import file_group_id, file_group_index
-
     mdt = MetadataTable(table.storage)
     if R.PARTITION not in mdt.partitions():
         return []
@@ -120,11 +123,6 @@ def _check_record_index(table: HudiTable) -> list[str]:
 
 def _check_bloom_filters(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:
     """Differences between the bloom_filters partition and the footers of the listed base files."""
-    from pyhudi.io.base_file import BLOOM_FILTER_KEY
-    from pyhudi.metadata import bloom_filters
-    from pyhudi.metadata.keys import bloom_filter_key
-    from pyhudi.read.skipping import footers
-
     mdt = MetadataTable(table.storage)
     if bloom_filters.PARTITION not in mdt.partitions():
         return []
@@ -147,9 +145,6 @@ def _check_bloom_filters(table: HudiTable, listing: FileListing, stored: dict[st
 def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str, dict[str, int]]) -> list[str]:
     """Differences between the column_stats partition and the footers of the listed base files:
     a statistic that disagrees, a base file without statistics, statistics of an unlisted file."""
-    from pyhudi.metadata import column_stats
-    from pyhudi.read.skipping import footers
-
     mdt = MetadataTable(table.storage)
     if column_stats.PARTITION not in mdt.partitions() and not table.storage.is_dir(
             f"{METADATA_FOLDER}/{column_stats.PARTITION}"):
@@ -191,8 +186,6 @@ def validate_text(result: Validation) -> str:
 
 
 def show_metadata(table: HudiTable) -> str:
-    from pyhudi.cli import table_text
-
     mdt = metadata_table(table)
     usable = table.properties.get("hoodie.table.metadata.partitions", "")
     inflight = table.properties.get("hoodie.table.metadata.partitions.inflight", "")

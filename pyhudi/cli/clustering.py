@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 
+from pyhudi.cli.common import human, option_arg, table_text
+from pyhudi.config import HudiConfig
+from pyhudi.plans.clustering import read_clustering_plan
+from pyhudi.services.clustering import schedule_clustering
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import REPLACE_COMMIT, State
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,34 +27,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--path", required=True, help="table base path")
         if name != "schedule":
             p.add_argument("--instant", default=None)
-        p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                       help="a hoodie.* option, e.g. hoodie.clustering.plan.strategy.sort.columns=drone_id,ts")
+        option_arg(p, example="hoodie.clustering.plan.strategy.sort.columns=drone_id,ts")
 
 
 def clustering_command(table: HudiTable, args: argparse.Namespace, options: dict[str, str]) -> str:
-    from pyhudi.config import HudiConfig
-
     if args.what == "show":
         return show_clusterings(table, args.instant)
     if args.what == "schedule":
-        from pyhudi.services.clustering import schedule_clustering
-
         instant = schedule_clustering(table, HudiConfig.of(options))
         return f"scheduled clustering {instant}" if instant else "nothing to cluster: no small file slices"
-    import pyhudi
+    # imported here, not above: only ``run`` needs Spark, and importing pyspark slows every other command
+    from pyhudi.spark.clustering_job import cluster
+    from pyhudi.spark.session import spark_session
 
-    spark = pyhudi.spark_session()
-    done = pyhudi.cluster(spark, table.path, options, instant=args.instant)
+    done = cluster(spark_session(), table.path, options, instant=args.instant)
     return "\n".join(f"completed clustering {d['instant']}: {d['input_file_groups']} file groups -> "
                      f"{d['output_files']} files, {d['records']} records, {d['seconds']:.1f} s" for d in done) \
         or "nothing to cluster"
 
 
 def show_clusterings(table: HudiTable, instant: str | None) -> str:
-    from pyhudi.cli import human, table_text
-    from pyhudi.plans.clustering import read_clustering_plan
-    from pyhudi.timeline.instant import REPLACE_COMMIT, State
-
     timeline = table.timeline
     if instant is not None:
         plan = read_clustering_plan(timeline, instant)

@@ -11,6 +11,7 @@ import datetime as dt
 import posixpath
 from collections.abc import Sequence
 
+from pyhudi.cli.common import table_text
 from pyhudi.config import HudiConfig
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
@@ -104,8 +105,6 @@ def _heartbeat_text(table: HudiTable, inst: Instant) -> str:
 
 
 def show_timeline(table: HudiTable) -> str:
-    from pyhudi.cli import table_text
-
     tl = table.timeline
     mtimes = {info.name: info.mtime_ns for info in table.storage.list_files(tl.folder)}
     rows = []
@@ -121,8 +120,6 @@ def show_timeline(table: HudiTable) -> str:
 
 def show_service_instant(table: HudiTable, inst: Instant) -> str | None:
     """Per-partition detail of a clean, rollback, savepoint or restore; None for other actions."""
-    from pyhudi.cli import table_text
-
     head = f"{inst.action} {inst.timestamp}  {describe(table, inst)}\n"
     if inst.action == CLEAN and inst.is_completed:
         rec = _record(table, inst)
@@ -147,8 +144,6 @@ def show_service_instant(table: HudiTable, inst: Instant) -> str | None:
 
 
 def _rollback_rows(rec: dict) -> str:
-    from pyhudi.cli import table_text
-
     rows: list[Sequence[object]] = []
     for p, m in sorted((rec.get("partitionMetadata") or {}).items()):
         rows.append([p or '""', len(m.get("successDeleteFiles") or []), len(m.get("rollbackLogFiles") or {}),
