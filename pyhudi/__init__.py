@@ -8,13 +8,15 @@
     table = pyhudi.HudiTable("/data/drones")
 
 Only ``pyhudi.spark`` imports pyspark; ``HudiTable`` and the format modules work without it, and
-the Spark entry points below are imported lazily.
+the Spark entry points below import their ``pyhudi.spark`` modules when called (the table services
+that need no Spark are imported here).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyhudi.config import HudiConfig
 from pyhudi.errors import (
     HudiClusteringError,
     HudiClusteringUpdateError,
@@ -39,10 +41,19 @@ from pyhudi.errors import (
     HudiUnsupportedOptionError,
     HudiWriteConflictError,
 )
+from pyhudi.plans.savepoint import list_savepoints as _list_savepoints
+from pyhudi.services.archival import archive as _archive
+from pyhudi.services.clean import clean as _clean
+from pyhudi.services.clustering import schedule_clustering as _schedule_clustering
+from pyhudi.services.compaction import schedule_compaction as _schedule_compaction
+from pyhudi.services.restore import restore as _restore
+from pyhudi.services.restore import rollback_commit as _rollback_commit
+from pyhudi.services.savepoint import create_savepoint as _create_savepoint
+from pyhudi.services.savepoint import delete_savepoint as _delete_savepoint
 from pyhudi.table.table import HudiTable
 from pyhudi.write.result import WriteResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: pyspark is not imported at run time
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
@@ -53,6 +64,7 @@ __version__ = "0.1.0"
 
 def spark_session(master: str | None = None, **conf: str) -> SparkSession:
     """A local SparkSession configured for pyhudi (see :func:`pyhudi.spark.session.spark_session`)."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.session import spark_session as _session
 
     return _session(master, **conf)
@@ -60,6 +72,7 @@ def spark_session(master: str | None = None, **conf: str) -> SparkSession:
 
 def write(df: DataFrame, path: str, options: dict[str, Any] | None = None, *, mode: str = "append") -> WriteResult:
     """Write ``df`` to the Hudi table at ``path``; see :func:`pyhudi.spark.writer.write`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.writer import write as _write
 
     return _write(df, path, options, mode=mode)
@@ -67,6 +80,7 @@ def write(df: DataFrame, path: str, options: dict[str, Any] | None = None, *, mo
 
 def read(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *, filters: Any = None) -> DataFrame:
     """Snapshot DataFrame of the table at ``path``; see :func:`pyhudi.spark.reader.read`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.reader import read as _read
 
     return _read(spark, path, options, filters=filters)
@@ -77,6 +91,7 @@ def write_stream(stream_df: DataFrame, path: str, options: dict[str, Any] | None
                  query_name: str | None = None) -> StreamingQuery:
     """Start a streaming query upserting each micro-batch of ``stream_df`` exactly once; see
     :func:`pyhudi.spark.streaming.write_stream`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.streaming import write_stream as _write_stream
 
     return _write_stream(stream_df, path, options, checkpoint_location=checkpoint_location, trigger=trigger,
@@ -88,6 +103,7 @@ def commit_stream(spark: SparkSession, path: str, options: dict[str, Any] | None
     """The table's commits as a polled stream of incremental pulls (any PySpark); see
     :class:`pyhudi.spark.streaming.CommitStream`. On PySpark 4 ``spark.readStream.format("hudi")``
     does the same inside Spark after :func:`register`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.streaming import CommitStream
 
     return CommitStream(spark, path, options, checkpoint_location=checkpoint_location)
@@ -96,16 +112,14 @@ def commit_stream(spark: SparkSession, path: str, options: dict[str, Any] | None
 def schedule_clustering(path: str, options: dict[str, Any] | None = None) -> str | None:
     """Schedule a clustering of the small file slices of ``path`` (no Spark needed); its instant, or
     None when nothing is worth clustering (:mod:`pyhudi.services.clustering`)."""
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.clustering import schedule_clustering as _schedule
-
-    return _schedule(HudiTable(path), HudiConfig.of(options))
+    return _schedule_clustering(HudiTable(path), HudiConfig.of(options))
 
 
 def cluster(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
             instant: str | None = None) -> list[dict[str, Any]]:
     """Run clustering ``instant``, or every pending plan (scheduling one if none is pending); the
     figures of each (:mod:`pyhudi.spark.clustering_job`)."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.clustering_job import cluster as _cluster
 
     return _cluster(spark, path, options, instant=instant)
@@ -116,15 +130,13 @@ def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str
 
     Returns the compaction instant, or None when no file slice has log files to compact.
     """
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.compaction import schedule_compaction as _schedule
-
-    return _schedule(HudiTable(path), HudiConfig.of(options))
+    return _schedule_compaction(HudiTable(path), HudiConfig.of(options))
 
 
 def compact(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
             instant: str | None = None) -> list[str]:
     """Run compaction ``instant``, or all pending ones (scheduling one if none is pending)."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.compaction_job import compact as _compact
 
     return _compact(spark, path, options, instant=instant)
@@ -135,17 +147,11 @@ def clean(path: str, options: dict[str, Any] | None = None) -> list[Any]:
 
     The policy comes from ``options`` (``hoodie.clean.policy``, ``hoodie.clean.commits.retained``...).
     """
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.clean import clean as _clean
-
     return _clean(HudiTable(path), HudiConfig.of(options), force=True)
 
 
 def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
     """Archive instants of the table at ``path`` beyond ``hoodie.keep.max.commits``; returns their times."""
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.archival import archive as _archive
-
     return _archive(HudiTable(path), HudiConfig.of(options))
 
 
@@ -155,30 +161,19 @@ def create_savepoint(path: str, instant: str | None = None, *, user: str | None 
 
     ``options`` carry the lock settings the table's writers use (``hoodie.write.lock.*``).
     """
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.savepoint import create_savepoint as _create
-
-    return _create(HudiTable(path), instant, user=user, comments=comments, cfg=HudiConfig.of(options))
+    return _create_savepoint(HudiTable(path), instant, user=user, comments=comments, cfg=HudiConfig.of(options))
 
 
 def delete_savepoint(path: str, instant: str, *, options: dict[str, Any] | None = None) -> None:
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.savepoint import delete_savepoint as _delete
-
-    _delete(HudiTable(path), instant, cfg=HudiConfig.of(options))
+    _delete_savepoint(HudiTable(path), instant, cfg=HudiConfig.of(options))
 
 
 def list_savepoints(path: str) -> list[Any]:
-    from pyhudi.plans.savepoint import list_savepoints as _list
-
-    return _list(HudiTable(path).timeline)
+    return _list_savepoints(HudiTable(path).timeline)
 
 
 def restore(path: str, savepoint: str, *, options: dict[str, Any] | None = None) -> Any:
     """Return the table to a savepoint, rolling back every later instant (refused while a write runs)."""
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.restore import restore as _restore
-
     return _restore(HudiTable(path), savepoint, cfg=HudiConfig.of(options))
 
 
@@ -186,6 +181,7 @@ def register(spark: SparkSession) -> None:
     """Make ``spark.read.format("hudi").load(path)`` read Hudi tables through pyhudi, and
     ``spark.readStream.format("hudi").load(path)`` stream their commits (PySpark 4.0+;
     :mod:`pyhudi.spark.datasource`)."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
     from pyhudi.spark.datasource import register as _register
 
     _register(spark)
@@ -193,10 +189,7 @@ def register(spark: SparkSession) -> None:
 
 def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] | None = None) -> str:
     """Roll back the latest completed commit (``instant``, if given, must be it; refused while a write runs)."""
-    from pyhudi.config import HudiConfig
-    from pyhudi.services.restore import rollback_commit
-
-    return rollback_commit(HudiTable(path), instant, cfg=HudiConfig.of(options))
+    return _rollback_commit(HudiTable(path), instant, cfg=HudiConfig.of(options))
 
 
 __all__ = [

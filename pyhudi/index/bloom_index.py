@@ -20,7 +20,6 @@ import posixpath
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -31,10 +30,9 @@ from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.base_file import BLOOM_FILTER_KEY, BLOOM_FILTER_TYPE_KEY, MAX_KEY, MIN_KEY
 from pyhudi.io.bloom import BloomFilter
+from pyhudi.metadata.bloom_filters import filters_of
+from pyhudi.metadata.files import MdtSlice
 from pyhudi.storage import Storage
-
-if TYPE_CHECKING:
-    from pyhudi.metadata.files import MdtSlice
 
 KEY = "key"
 PARTITION = "partition_path"
@@ -265,8 +263,6 @@ def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str,
     file_ids = rows.column(FILE_ID).combine_chunks()
     filters: dict[str, BloomFilter] = {}
     if blooms:
-        from pyhudi.metadata.bloom_filters import filters_of
-
         firsts = [int(np.flatnonzero(codes == code)[0]) for code in range(len(paths.dictionary))]
         filters = filters_of(storage, blooms, [(partitions[i].as_py(), posixpath.basename(p))
                                                for i, p in zip(firsts, paths.dictionary.to_pylist())])

@@ -35,7 +35,9 @@ from collections.abc import Iterable
 
 from pyhudi import config as C
 from pyhudi.actions.ordering import sort_column_problem
+from pyhudi.actions.rollback import rollback_instant
 from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiConfigError, HudiUnsupportedError
 from pyhudi.plans.clustering import (
     ClusteringGroup,
     ClusteringPlan,
@@ -44,12 +46,15 @@ from pyhudi.plans.clustering import (
     pending_clusterings,
     update_refused,
 )
+from pyhudi.plans.compaction import pending_file_groups
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State, new_instant_time
 from pyhudi.timeline.timeline import Timeline
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
+from pyhudi.write.result import recorded_options
 
 log = logging.getLogger("pyhudi")
 
@@ -70,9 +75,6 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
         log.info("write %s updates file groups of pending clustering %s; the clustering will fail at its commit",
                  instant, ", ".join(plans))
         return
-    from pyhudi.actions.rollback import rollback_instant
-    from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
-
     policy = HeartbeatPolicy.of(cfg)
     undone = []
     with TableLock(table.path, cfg).held():
@@ -152,14 +154,9 @@ def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> 
 
 def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     """Write a clustering plan for ``table`` now; its instant, or None when nothing is worth clustering."""
-    from pyhudi.plans.compaction import pending_file_groups
-    from pyhudi.write.result import recorded_options
-
     index = cfg.get(C.INDEX_TYPE) if cfg.is_set(C.INDEX_TYPE) else \
         recorded_options(table.timeline).get(C.INDEX_TYPE.key, "").upper()  # as the table's writers say
     if index == "BUCKET":
-        from pyhudi.errors import HudiUnsupportedError
-
         raise HudiUnsupportedError("clustering a BUCKET-index table would move records out of their buckets' file "
                                    "groups; pyhudi does not cluster such tables (Hudi 0.14 neither, for the simple "
                                    "bucket engine)")
@@ -167,8 +164,6 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     schema = table.arrow_schema()
     problems = [(c, why) for c in sort if (why := sort_column_problem(schema, c))] if schema is not None else []
     if problems:
-        from pyhudi.errors import HudiConfigError
-
         assert schema is not None
         raise HudiConfigError(f"{C.CLUSTERING_SORT_COLUMNS.key}: "
                               + "; ".join(f"cannot sort by {c}: {why}" for c, why in problems)

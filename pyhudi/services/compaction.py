@@ -19,6 +19,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config.properties import MERGE_ON_READ
 from pyhudi.errors import HudiCompactionError, HudiUnsupportedError
+from pyhudi.plans.clustering import clustering_file_groups
 from pyhudi.plans.compaction import CompactionOperation, CompactionPlan, pending_file_groups
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
@@ -80,8 +81,6 @@ def schedule(timeline: Timeline, view: FileSystemView, cfg: HudiConfig, instant_
             f"cannot schedule a compaction while writes are pending ({', '.join(i.timestamp for i in pending)}); "
             "let them finish, or run a write (which rolls failed ones back) first")
     uncommitted = frozenset(rel for inst in pending for rel, _io in list_markers(timeline.storage, inst.timestamp))
-    from pyhudi.plans.clustering import clustering_file_groups
-
     busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))  # as Hudi's plan generator
     plan = plan_compaction(view, busy, cfg, uncommitted=uncommitted)
     if not plan.operations:

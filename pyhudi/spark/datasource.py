@@ -15,21 +15,30 @@ where this source reads every file in Python (see BENCHMARKS.md for the differen
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
+from pyspark.sql import datasource as D
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError
+from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.io.base_file import align
 from pyhudi.read import skipping as S
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.spark.compat import arrow_schema
+from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant, spark_type
 from pyhudi.storage import Storage
+from pyhudi.table.incremental import latest_offset, start_offset
+from pyhudi.table.table import HudiTable
 
 NAME = "hudi"
 
@@ -59,29 +68,18 @@ class HudiDataSource(DataSource):
         return str(path)
 
     def schema(self) -> StructType:
-        from pyhudi.spark.reader import schema_instant, spark_type
-        from pyhudi.table.table import HudiTable
-
         schema = HudiTable(self._path()).arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
         if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
-            from pyspark.sql.types import StringType, StructField
-
-            from pyhudi.io.avro_schema import META_FIELDS
-
             return StructType([StructField(n, StringType()) for n in META_FIELDS])
         converted = spark_type(pa.struct(list(schema)))
         if isinstance(converted, StructType):
             return converted
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         return from_arrow_schema(schema)  # types pyhudi does not map itself (timestamps, ...)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return HudiReader(self._path(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
-        from pyhudi.table.table import HudiTable
-
         if HudiTable(self._path()).arrow_schema() is None:
             raise HudiConfigError(f"{self._path()} has no completed write yet, so its stream has no schema: start "
                                   "the stream after the table's first commit")
@@ -106,11 +104,6 @@ class HudiReader(DataSourceReader):
         return filters
 
     def partitions(self) -> Sequence[InputPartition]:
-        import json
-
-        from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant
-        from pyhudi.table.table import HudiTable
-
         table = HudiTable(self.path)
         cfg = HudiConfig.of(self.options)
         pred = _all(self.predicates)
@@ -160,9 +153,6 @@ class HudiStreamReader(DataSourceStreamReader):
         self.schema = schema
 
     def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
-        from pyhudi.table.incremental import start_offset
-        from pyhudi.table.table import HudiTable
-
         start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
         return {"instant": start_offset(HudiTable(self.path), start)}
 
@@ -170,9 +160,6 @@ class HudiStreamReader(DataSourceStreamReader):
         """The latest completed write, never below the batch's start (Spark 4.2+ passes it) or an
         explicit start instant: a latest offset below the start would become the next batch's
         start and let the stream go back before it."""
-        from pyhudi.table.incremental import latest_offset
-        from pyhudi.table.table import HudiTable
-
         floor = start["instant"] if start else ""
         configured = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
         if configured not in ("earliest", "latest"):
@@ -198,12 +185,6 @@ class HudiStreamReader(DataSourceStreamReader):
 def read_partition(piece: SliceToRead, base_uri: str, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,
                    commit_filter: tuple[str, str] | None, schema_json: str) -> Iterator[pa.RecordBatch]:
     """One file slice merged, in the query's columns, as Arrow batches."""
-    import json
-
-    import pyarrow.compute as pc
-
-    from pyhudi.io.base_file import align
-
     file_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
     rows, _counts, _scan = read_slice(Storage(base_uri), piece, file_schema, spec, visibility)
     if commit_filter is not None:
@@ -222,8 +203,6 @@ def _all(preds: list[S.Predicate]) -> S.Predicate | None:
 
 def _predicate(f: Any) -> S.Predicate | None:
     """A pushed Spark filter as a pyhudi predicate (None for filters pyhudi does not prune with)."""
-    from pyspark.sql import datasource as D
-
     column = getattr(f, "attribute", None)
     if column is None or len(column) != 1:
         return None

@@ -26,7 +26,9 @@ from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_ids, check_num_buckets, resolve_hash_fields
 from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
+from pyhudi.metadata import bloom_filters
 from pyhudi.metadata.files import MdtSlice
+from pyhudi.metadata.table import MetadataTable, usable_partitions
 from pyhudi.read.merge import MergeSpec, key_columns
 from pyhudi.spark.merged import merged_keys
 from pyhudi.spark.worker import map_in_arrow
@@ -187,9 +189,6 @@ def ranges_from_metadata(table: HudiTable, files: list[BaseFile]) -> int:
 def bloom_filter_slices(table: HudiTable) -> tuple[MdtSlice, ...]:
     """The file groups of the metadata table's bloom_filters partition (empty when the table does
     not keep it usable): the bloom checks then take each file's filter from it, not its footer."""
-    from pyhudi.metadata import bloom_filters
-    from pyhudi.metadata.table import MetadataTable, usable_partitions
-
     if bloom_filters.PARTITION not in usable_partitions(table.config.props) or table.metadata_listing() is None:
         return ()
     return tuple(MetadataTable(table.storage).slices(bloom_filters.PARTITION, table.timeline))

@@ -9,8 +9,6 @@ refused before the write starts (:func:`check_partitions`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -27,9 +25,7 @@ from pyhudi.keygen.spec import (
     TIMESTAMP,
     KeyGenSpec,
 )
-
-if TYPE_CHECKING:
-    from pyhudi.table.table import HudiTable
+from pyhudi.table.table import HudiTable
 
 KEY_ERROR_MARKER = "[pyhudi:key]"
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align, read_base_file
@@ -30,6 +31,7 @@ from pyhudi.read.merge import (
     read_slice,
     scan_logs,
 )
+from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import select_exprs
 from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
@@ -50,8 +52,6 @@ def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead],
 def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
                 out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
     """The merged records of ``slices`` as a DataFrame of ``out_schema``."""
-    from pyhudi.spark.compat import arrow_schema
-
     target = arrow_schema(out_schema)
     return _merge_slices(spark, base_uri, slices, file_schema, spec, visibility, target, out_schema,
                          lambda _piece, merged: align(merged, target))
@@ -152,10 +152,6 @@ def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], bas
     stores them on the executors, and the second part reads them back instead of decoding the
     logs again. Spark frees the blocks with the DataFrame.
     """
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from pyhudi.spark.compat import arrow_schema
-
     target = arrow_schema(out_schema)
     out = log_side_schema(target, spec)
     schema_ipc = file_schema.serialize().to_pybytes()

@@ -17,6 +17,7 @@ from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import (
     COMMIT,
     COMPLETES_AS,
+    DELTA_COMMIT,
     REPLACE_COMMIT,
     SAVEPOINT,
     WRITE_ACTIONS,
@@ -279,6 +280,4 @@ def family(action: str) -> str:
 
 def commit_action_for(table_type: str) -> str:
     """The action of a regular write on a table of this type."""
-    from pyhudi.timeline.instant import DELTA_COMMIT
-
     return COMMIT if table_type == "COPY_ON_WRITE" else DELTA_COMMIT

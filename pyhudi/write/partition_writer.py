@@ -41,6 +41,7 @@ from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.base_file import encoded_record_size
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.keys import unique_keys
+from pyhudi.metadata.bloom_filters import filters_of
 from pyhudi.metadata.files import MdtSlice
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
@@ -160,8 +161,6 @@ def bloom_keys(storage: Storage, layout: PartitionLayout, job: PartitionWriteJob
     logged = []
     filters: dict[str, BloomFilter] = {}
     if job.bloom_filters:
-        from pyhudi.metadata.bloom_filters import filters_of
-
         filters = filters_of(storage, job.bloom_filters, [
             (layout.partition_path, posixpath.basename(p.base_file)) for p in layout.key_sources
             if p.base_file and not p.log_files])
