@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from pyhudi import config as C
 from pyhudi.actions.ordering import sort_column_problem
+from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.plans.clustering import (
     ClusteringGroup,
@@ -82,7 +83,8 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
                 continue
             if inst.state == State.INFLIGHT and is_alive(table.storage, inst.timestamp, policy):
                 continue  # running now: it fails at its commit instead (its tasks may still write files)
-            rollback_instant(table.storage, timeline, inst, utc=table.config.utc_timeline)
+            rollback_instant(table.storage, timeline, inst, complete=CommitPoint.of(table, cfg).complete,
+                             utc=table.config.utc_timeline)
             undone.append(inst.timestamp)
             timeline = timeline.reload()
     if undone:

@@ -68,7 +68,6 @@ from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.bulk_insert import BulkInsertPlan, bulk_insert_writer, plan_bulk_insert, slot_bounds
 from pyhudi.write.columns import ARRIVAL, BUCKET, FILE_ID, INDEX_ROW, IS_DELETE, SHUFFLE_KEY, STATS_DDL
 from pyhudi.write.handles import write_buckets
-from pyhudi.write.markers import delete_markers, remove_stray_files
 from pyhudi.write.partition_writer import (
     BLOOM,
     BUCKET_INDEX,
@@ -303,10 +302,9 @@ class Pipeline:
                     storage_schema(self.target_schema))}
                 started = self._phase("record_index", started)
             log_stats = self.log_statistics(rows)
-            remove_stray_files(table.storage, self.instant, (r["path"] for r in rows if r.get("path")))
-            commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None)
+            commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None,
+                   files=[r["path"] for r in rows if r.get("path")])
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
-            delete_markers(table.storage, self.instant)
             self._phase("commit", started)
             result: dict[str, Any] = dict(self.phases)
             if self.index_stats is not None:
