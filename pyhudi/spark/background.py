@@ -24,8 +24,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringError, HudiCompactionError, HudiError
 from pyhudi.plans.clustering import pending_clusterings
 from pyhudi.plans.compaction import pending_compactions
-from pyhudi.spark.clustering_job import run_clustering
-from pyhudi.spark.compaction_job import run_compaction
+from pyhudi.spark import clustering_job, compaction_job
 from pyhudi.table.table import HudiTable
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
@@ -69,9 +68,9 @@ class BackgroundServices:
 
     def _run(self, kind: str, instant: str) -> None:
         if kind == COMPACTION:
-            run_compaction(self.spark, HudiTable(self.path), instant, self.options)
+            compaction_job.run_compaction(self.spark, HudiTable(self.path), instant, self.options)
         else:
-            run_clustering(self.spark, HudiTable(self.path), instant, self.options)
+            clustering_job.run_clustering(self.spark, HudiTable(self.path), instant, self.options)
 
     def _loop(self) -> None:
         while True:
