@@ -164,7 +164,7 @@ def test_a_dead_clustering_is_run_again_and_a_completed_one_rolled_back(spark, t
     def died(*_args, **_kw):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr("pyhudi.spark.clustering_job.complete_instant", died)
+    monkeypatch.setattr("pyhudi.commit.point.CommitPoint.complete", died)
     with pytest.raises(RuntimeError):
         pyhudi.cluster(spark, path, {"hoodie.client.heartbeat.interval_in_ms": "100"}, instant=instant)
     monkeypatch.undo()

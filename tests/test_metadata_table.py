@@ -486,3 +486,35 @@ def test_a_log_file_written_again_under_its_name_is_read_afresh(tmp_path):
     write("other-attempt.parquet", 2_000_000_000)
     assert log_file.stat().st_size == size
     assert listed() == {"other-attempt.parquet"}
+
+
+def test_cleans_and_rollbacks_keep_the_writers_metadata_options(spark, tmp_path):
+    """Issue 28: the delta commits of inline cleans and of rollbacks follow the writer's
+    hoodie.metadata.compact.max.delta.commits (not Hudi's default of 10), so the metadata table never
+    holds more delta commits after its base than the option allows; and a restore rebuilds the
+    column_stats partition with the user's column list only."""
+    from pyhudi.metadata import column_stats
+
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.metadata.compact.max.delta.commits": "3", "hoodie.cleaner.commits.retained": "1",
+            "hoodie.keep.min.commits": "20", "hoodie.keep.max.commits": "30",
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.column.stats.column.list": "ts"}
+    cleans = 0
+    for n in range(8):
+        result = pyhudi.write(_rows(spark, [(f"k{i}", f"p{i % 2}", n) for i in range(6)]), path, opts)
+        cleans += len(result.stats.get("cleans", []))
+        mdt = MetadataTable(pyhudi.HudiTable(path).storage)
+        base = mdt.base_instant() or ""
+        deltas = [i.timestamp for i in mdt.timeline.reload().completed([DELTA_COMMIT]) if i.timestamp > base]
+        assert len(deltas) <= 3, f"write {n}: {len(deltas)} delta commits after the metadata base {base}"
+        if n == 2:
+            saved = pyhudi.HudiTable(path).timeline.completed_writes()[-1].timestamp
+            pyhudi.create_savepoint(path, saved)
+    assert cleans >= 3, "the writes cleaned inline"
+    pyhudi.rollback(path, options=opts)
+    pyhudi.restore(path, saved, options=opts)
+    table = pyhudi.HudiTable(path)
+    records = MetadataTable(table.storage).read(column_stats.PARTITION, table.timeline)
+    assert {r["ColumnStatsMetadata"]["columnName"] for _k, r in records} == {"ts"}
+    _agrees(spark, path)

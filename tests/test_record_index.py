@@ -14,6 +14,8 @@ from pyspark.sql import types as T
 
 import pyhudi
 from pyhudi.cli.metadata import validate, validate_text
+from pyhudi.commit.metadata_writer import MetadataWriter
+from pyhudi.commit.record_index_build import live_locations
 from pyhudi.metadata import record_index as R
 from pyhudi.metadata.keys import file_group_id, file_group_index, file_group_indexes
 from pyhudi.metadata.table import MetadataTable
@@ -66,7 +68,7 @@ def test_the_record_index_apache_hudi_wrote_locates_every_key(v9_table):
         recorded.update(found)
         some = sorted(found)[:3] + ["no-such-key"]
         assert R.lookup(table.storage, piece, some) == {k: found[k] for k in some if k in found}
-    live = R.live_locations(table)
+    live = live_locations(table)
     expected = dict(zip(live.column(R.KEY).to_pylist(),
                         zip(live.column(R.LOCATION_PARTITION).to_pylist(), live.column(R.LOCATION_FILE).to_pylist())))
     assert recorded == expected and expected
@@ -127,7 +129,7 @@ def test_validate_reports_a_wrong_record_index_entry(spark, tmp_path):
     res = _write(spark, path, [("a", "x", 1), ("b", "y", 1), ("c", "y", 1)])
     table = pyhudi.HudiTable(path)
     assert validate(table).agrees
-    mdt = MetadataTable(table.storage)
+    mdt = MetadataWriter(table.storage)
     wrong = pa.table({R.KEY: ["c", "ghost"], R.LOCATION_PARTITION: ["y", "y"],
                       R.LOCATION_FILE: [f"{uuid.UUID(int=1)}-0"] * 2})
     for key in ("a", "c", "ghost"):

@@ -1,4 +1,9 @@
-"""Executing a clean plan: delete its files, then complete the clean."""
+"""Executing a clean plan: delete its files, then complete the clean.
+
+The clean completes through the ``complete`` step its caller hands over (the data table's commit
+point, or the metadata table's plain completion when it cleans its own slices), so this module
+needs nothing above the timeline to finish an instant.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,19 @@ import posixpath
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.plans.clean import METADATA_VERSION, CleanPlan, CleanResult
 from pyhudi.plans.savepoint import savepointed_files
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import CLEAN_METADATA, read_record, write_record
+from pyhudi.timeline.completion import Complete
 from pyhudi.timeline.instant import CLEAN, Instant, State
 
 log = logging.getLogger("pyhudi")
 
 
-def run_clean(table: HudiTable, instant: str) -> CleanResult:
-    """Execute a scheduled clean: plan copied to inflight, files deleted, metadata completed."""
+def run_clean(table: HudiTable, instant: str, *, complete: Complete) -> CleanResult:
+    """Execute a scheduled clean: plan copied to inflight, files deleted, metadata completed
+    through ``complete``."""
     started = time.monotonic()
     timeline = table.timeline
     requested = timeline.path_of(Instant(instant, State.REQUESTED, CLEAN))
@@ -58,7 +64,7 @@ def run_clean(table: HudiTable, instant: str) -> CleanResult:
         "version": METADATA_VERSION,
         "bootstrapPartitionMetadata": {},
     }
-    complete_instant(storage, timeline, instant, CLEAN, write_record(CLEAN_METADATA, metadata))
+    complete(timeline, instant, CLEAN, write_record(CLEAN_METADATA, metadata))
     log.info("clean %s: deleted %d files (%d failed) in %.2f s", instant, deleted, len(outcome) - deleted, seconds)
     return CleanResult(instant, deleted, len(outcome) - deleted,
                        plan.earliest_to_retain[0] if plan.earliest_to_retain else None, seconds)

@@ -5,6 +5,10 @@ has expired, the next writer (EAGER failed-writes policy) or the cleaner (LAZY) 
 (:mod:`pyhudi.commit.transaction`): the files its markers name are deleted, then its instant
 files, and a ``rollback`` instant (Avro plan and metadata) records what happened, so Hudi tools
 see the same history a Java writer would leave.
+
+The rollback instant completes through the ``complete`` step the caller hands over: the data
+table's commit point (which applies it to the metadata table first), or the metadata table's own
+plain completion when it undoes its own delta commits.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ from __future__ import annotations
 import posixpath
 import time
 
-from pyhudi.commit.metadata_sync import complete_instant
 from pyhudi.errors import HudiError
 from pyhudi.io.file_names import log_file_name, parse_base_file, parse_log_file, relative_path
 from pyhudi.io.log_format import read_log_file, rollback_block
 from pyhudi.storage import Storage
 from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_record, write_record
+from pyhudi.timeline.completion import Complete
 from pyhudi.timeline.instant import ROLLBACK, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, live_instants
@@ -180,16 +184,17 @@ def rollback_plan(storage: Storage, instant: Instant, split: tuple[list[str], li
     }
 
 
-def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, utc: bool = False,
-                     rb_time: str | None = None) -> str:
+def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, complete: Complete,
+                     utc: bool = False, rb_time: str | None = None) -> str:
     """Roll back one instant (a failed write, or a completed one); returns the rollback instant time
-    (``rb_time`` when given: the metadata table names its rollbacks after the data table's)."""
+    (``rb_time`` when given: the metadata table names its rollbacks after the data table's).
+    ``complete`` completes the rollback instant."""
     rb_time = rb_time or new_instant_time(after=timeline.last_instant_time(), utc=utc)
     split = _split(storage, _files_of(storage, timeline, instant), frozenset([instant.timestamp]))
     timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, instant, split)))
     timeline.transition_inflight(rb_time, ROLLBACK)
     metadata = undo_instant(storage, timeline, instant, rb_time, split=split)
-    complete_instant(storage, timeline, rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
+    complete(timeline, rb_time, ROLLBACK, write_record(ROLLBACK_METADATA, metadata))
     return rb_time
 
 
@@ -202,8 +207,9 @@ def _planned_target(timeline: Timeline, rollback_time: str) -> tuple[str, str] |
     return target.get("commitTime") or "", target.get("action") or ""
 
 
-def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
-    """Complete rollbacks that died midway, from their plans (Hudi re-runs them the same way)."""
+def finish_pending_rollbacks(storage: Storage, timeline: Timeline, *, complete: Complete) -> list[str]:
+    """Complete rollbacks that died midway, from their plans (Hudi re-runs them the same way),
+    each through ``complete``."""
     done = []
     for rb in timeline.pending([ROLLBACK]):
         planned = _planned_target(timeline, rb.timestamp)
@@ -219,8 +225,7 @@ def finish_pending_rollbacks(storage: Storage, timeline: Timeline) -> list[str]:
         if not timeline.has_state(rb.timestamp, State.INFLIGHT, ROLLBACK):
             timeline.transition_inflight(rb.timestamp, ROLLBACK)
         # the metadata records of what the interrupted attempt did are lost: rebuild from storage
-        complete_instant(storage, timeline, rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata),
-                         rebuild=True)
+        complete(timeline, rb.timestamp, ROLLBACK, write_record(ROLLBACK_METADATA, metadata), rebuild=True)
         done.append(rb.timestamp)
     return done
 
@@ -238,14 +243,15 @@ def pending_rollback_targets(timeline: Timeline) -> set[str]:
     return out
 
 
-def rollback_failed_writes(storage: Storage, timeline: Timeline, *, utc: bool = False,
+def rollback_failed_writes(storage: Storage, timeline: Timeline, *, complete: Complete, utc: bool = False,
                            heartbeat: HeartbeatPolicy | None = None) -> list[str]:
     """Finish interrupted rollbacks, then roll back pending commits, delta commits and replace
-    commits (not table services); with ``heartbeat``, only those whose heartbeat expired."""
-    done = finish_pending_rollbacks(storage, timeline)
+    commits (not table services); with ``heartbeat``, only those whose heartbeat expired. Every
+    rollback completes through ``complete``."""
+    done = finish_pending_rollbacks(storage, timeline, complete=complete)
     pending = timeline.pending_writes()
     live = set(live_instants(storage, pending, heartbeat)) if heartbeat is not None else set()
     for inst in pending:
         if inst not in live:
-            done.append(rollback_instant(storage, timeline, inst, utc=utc))
+            done.append(rollback_instant(storage, timeline, inst, complete=complete, utc=utc))
     return done

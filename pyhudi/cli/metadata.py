@@ -11,6 +11,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 from pyhudi.cli.common import table_text
+from pyhudi.commit.record_index_build import live_locations
 from pyhudi.errors import HudiTableNotFoundError
 from pyhudi.io.base_file import BLOOM_FILTER_KEY
 from pyhudi.io.file_names import parse_base_file, parse_log_file
@@ -103,7 +104,7 @@ def _check_record_index(table: HudiTable) -> list[str]:
             recorded[text] = where
             if file_group_id(R.FILE_GROUP_PREFIX, file_group_index(text, groups)) != piece.file_id:
                 out.append(f"record index: key {text} is in file group {piece.file_id}, not the one it hashes to")
-    located = R.live_locations(table)
+    located = live_locations(table)
     live: dict[str, set[tuple[str, str]]] = {}
     for key, partition, file_id in zip(located.column(R.KEY).to_pylist(),
                                        located.column(R.LOCATION_PARTITION).to_pylist(),

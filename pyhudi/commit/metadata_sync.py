@@ -1,7 +1,9 @@
 """Completing a data-table instant: its metadata-table delta commit first, then the instant.
 
-Every code path that completes a data-table action (writes, compactions, cleans, rollbacks,
-restores) completes it through :func:`complete_instant`, under the table lock. When the table has
+Every code path that completes a data-table action (writes, compactions, clusterings, cleans,
+rollbacks, restores, savepoints) completes it through :func:`complete_instant`, under the table
+lock, by way of the commit point (:class:`pyhudi.commit.point.CommitPoint`), which passes the
+writer's :class:`MetadataOptions` every time. When the table has
 a usable metadata table, the action's ``files``-partition records are applied to it as a delta
 commit of the same instant time before the data instant's completed file appears; a crash in
 between leaves an MDT delta commit of a pending data instant, which readers ignore and the
@@ -10,21 +12,30 @@ instant's rollback undoes.
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+from pyhudi import config as C
+from pyhudi.commit.metadata_writer import MetadataWriter
+from pyhudi.commit.record_index_build import build_locally
+from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import load_table_config, update_table_config
+from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
 from pyhudi.metadata.files import FILES_PARTITION, files_record, partitions_record
+from pyhudi.metadata.record_index import Sizing
 from pyhudi.metadata.table import (
     BLOOM_FILTERS_PARTITION,
     COLUMN_STATS_PARTITION,
+    FILE_ACTIONS,
     INIT_SUFFIX,
     RECORD_INDEX_PARTITION,
     Builder,
-    MetadataTable,
     usable_partitions,
 )
 from pyhudi.storage import Storage
@@ -38,26 +49,36 @@ from pyhudi.timeline.timeline import Timeline
 log = logging.getLogger("pyhudi")
 
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
-#: Hudi's hoodie.metadata.compact.max.delta.commits default, for services run without options
-DEFAULT_MAX_DELTA_COMMITS = 10
 
 
-def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataTable | None:
+@dataclass(frozen=True)
+class MetadataOptions:
+    """The writer's options that shape every metadata-table delta commit. Read once from the
+    options (the registry holds the defaults), so that a clean or rollback run after a write
+    compacts and indexes the metadata table exactly as the write does."""
+
+    max_delta_commits: int
+    stats_columns: tuple[str, ...]
+
+    @classmethod
+    def of(cls, cfg: HudiConfig) -> MetadataOptions:
+        return cls(cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
+
+
+def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataWriter | None:
     """The table's metadata table when the table declares its ``files`` partition usable."""
     if timeline.layout_version != 1:
         return None
-    if "files" not in usable_partitions(load_table_config(storage).props):
+    if FILES_PARTITION not in usable_partitions(load_table_config(storage).props):
         return None
-    mdt = MetadataTable(storage)
+    mdt = MetadataWriter(storage)
     return mdt if mdt.exists() else None
 
 
-def partition_records(mdt: MetadataTable, storage: Storage, action: str, content: bytes, *, source: str,
+def partition_records(mdt: MetadataWriter, storage: Storage, action: str, content: bytes, *, source: str,
                       stats_columns: tuple[str, ...] = ()) -> tuple[dict[str, list[Record]], list[str]]:
     """(records of a completed action per MDT partition the table has, data instants it rolls back);
     ``stats_columns``: the columns whose statistics new base files get (empty: all)."""
-    from pyhudi.metadata import bloom_filters, column_stats
-
     files, undo, written = action_records(action, content, source=source)
     out = {FILES_PARTITION: files}
     have = mdt.partitions()
@@ -73,10 +94,6 @@ def partition_records(mdt: MetadataTable, storage: Storage, action: str, content
 def indexed_columns(storage: Storage) -> list[str]:
     """The top-level columns the column-stats partition indexes: every column of the table
     schema, meta fields included (Hudi's default without a column list)."""
-    import json
-
-    from pyhudi.io.avro_schema import META_FIELDS
-
     schema = HudiTable(storage.base_uri).avro_schema()
     fields = [f["name"] for f in json.loads(schema).get("fields", [])] if schema else []
     return [*(m for m in META_FIELDS if m not in fields), *fields]
@@ -102,11 +119,12 @@ def action_records(action: str, content: bytes, *,
 
 
 def complete_instant(storage: Storage, timeline: Timeline, instant: str, action: str, content: bytes, *,
-                     max_delta_commits: int = DEFAULT_MAX_DELTA_COMMITS, rebuild: bool = False,
+                     options: MetadataOptions, rebuild: bool = False,
                      written: Mapping[str, list[WriteStat]] | None = None,
                      records: Mapping[str, list[Record]] | None = None,
-                     record_index: Builder | None = None, stats_columns: tuple[str, ...] = ()) -> Instant:
-    """Apply a data-table action to the metadata table (if the table has one), then complete it.
+                     record_index: Builder | None = None) -> Instant:
+    """Apply a data-table action to the metadata table (if the table has one and the action
+    changes files: a savepoint does not), then complete it.
 
     A restore, and a rollback finished from its plan after a crash (``rebuild``), may have undone
     more than their metadata records: the metadata table is rebuilt from storage instead, at the
@@ -118,8 +136,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
     ``written``: the record index log files executors wrote for this instant; ``records``: more
     records executors computed for it (the statistics of the log files it wrote); ``record_index``:
     how to build that partition when the metadata table is rebuilt (default: in this process);
-    ``stats_columns``: the columns whose statistics new base files get (empty: all)."""
-    mdt = metadata_table_of(storage, timeline)
+    ``options``: the writer's metadata options (when to compact, which columns get statistics)."""
+    mdt = metadata_table_of(storage, timeline) if action in FILE_ACTIONS else None
     if mdt is not None:
         have = mdt.partitions()
         if action == ROLLBACK and RECORD_INDEX_PARTITION in have and not rebuild:
@@ -131,7 +149,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
             if RECORD_INDEX_PARTITION in groups:
                 built[RECORD_INDEX_PARTITION] = record_index or _local_builder(
                     storage, len(have[RECORD_INDEX_PARTITION]))
-            mdt.initialize(timeline, load_table_config(storage).props, initial_records(storage, timeline, groups),
+            mdt.initialize(timeline, load_table_config(storage).props,
+                           initial_records(storage, timeline, groups, stats_columns=options.stats_columns),
                            instant=instant + INIT_SUFFIX, built=built)
         elif lag := mdt.lag(timeline):
             log.warning("the metadata table of %s missed %s; readers list storage until the next write rebuilds it",
@@ -139,19 +158,18 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
             _set_partitions(storage, None)
         else:
             found, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}",
-                                            stats_columns=stats_columns)
+                                            stats_columns=options.stats_columns)
             for partition, extra in (records or {}).items():
                 if partition in found:
                     found[partition] = found[partition] + list(extra)
-            mdt.apply(instant, found, timeline, undo=undo, max_delta_commits=max_delta_commits, written=written)
+            mdt.apply(instant, found, timeline, undo=undo, max_delta_commits=options.max_delta_commits,
+                      written=written)
     return timeline.complete(instant, action, content)
 
 
 def _local_builder(storage: Storage, groups: int) -> Builder:
     """Rebuilds the record index in this process with the file-group count it had."""
-    from pyhudi.metadata import record_index as R
-
-    return R.build_locally(HudiTable(storage.base_uri), R.Sizing(min_count=groups, max_count=groups))
+    return build_locally(HudiTable(storage.base_uri), Sizing(min_count=groups, max_count=groups))
 
 
 def _set_partitions(storage: Storage, value: str | None) -> None:
@@ -169,8 +187,6 @@ def initial_records(storage: Storage, timeline: Timeline, groups: Mapping[str, i
     records = [partitions_record(sorted(p or "." for p in files))]
     records += [files_record(p, dict(sizes)) for p, sizes in sorted(files.items())]
     out[FILES_PARTITION] = (1, records)
-    from pyhudi.metadata import bloom_filters, column_stats
-
     bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
     if COLUMN_STATS_PARTITION in groups:
         out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION],
@@ -208,7 +224,7 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
     pyhudi keeps the ``files``, ``column_stats``, ``bloom_filters`` and ``record_index``
     partitions: other partitions an Apache Hudi writer declared would go stale under pyhudi's
     writes, so they are deleted and no longer declared, as are index partitions not asked for."""
-    mdt = MetadataTable(table.storage)
+    mdt = MetadataWriter(table.storage)
     declared = usable_partitions(table.config.props) | usable_partitions(
         {P.METADATA_PARTITIONS: table.config.props.get(METADATA_PARTITIONS_INFLIGHT, "")})
     if not enabled:

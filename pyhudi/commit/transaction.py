@@ -8,9 +8,10 @@
     mode, note what is completed (for conflict resolution), start the heartbeat, and request an
     instant later than any on the timeline.
 ``commit``
-    under the lock: check the instant is still this write's pending instant (no other writer
-    rolled it back), resolve conflicts under optimistic concurrency control, then complete it.
-    A write that fails either check leaves nothing visible and says why.
+    through the table's commit point (:meth:`pyhudi.commit.point.CommitPoint.finish`): under the
+    lock, check the instant is still this write's pending instant (no other writer rolled it
+    back), resolve conflicts under optimistic concurrency control, then complete it. A write that
+    fails either check leaves nothing visible and says why.
 ``abort``
     roll the instant back (under the lock) and stop the heartbeat.
 
@@ -21,7 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyhudi import config as C
 from pyhudi.actions.rollback import (
@@ -30,10 +32,12 @@ from pyhudi.actions.rollback import (
     rollback_failed_writes,
     rollback_instant,
 )
-from pyhudi.commit.metadata_sync import complete_instant, prepare_metadata_table
+from pyhudi.commit.metadata_sync import prepare_metadata_table
+from pyhudi.commit.point import CommitPoint, Expect, gone_reason
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
 from pyhudi.metadata.table import Builder
+from pyhudi.plans.clustering import allows_updates, clustering_file_groups, update_refused
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
@@ -68,7 +72,8 @@ class WriteTransaction:
                 f"optimistic concurrency control on {table.path} needs a lock all writers share: set "
                 "hoodie.write.lock.provider (the in-process lock, for writers in one process, or a Python "
                 "LockProvider of your own); the file-system lock works on local paths only")
-        self.lock = TableLock(table.path, cfg)
+        self.point = CommitPoint.of(table, cfg)
+        self.lock: TableLock = self.point.lock
         self.instant: str | None = None
         self.action: str | None = None
         self.start: TimelineSnapshot | None = None
@@ -87,10 +92,10 @@ class WriteTransaction:
         with self.lock.held():
             timeline = self.table.reload().timeline
             if conc.failed_writes == "EAGER":  # writes whose heartbeat expired
-                self.rolled_back = rollback_failed_writes(storage, timeline, utc=self.table.config.utc_timeline,
-                                                          heartbeat=conc.heartbeat)
+                self.rolled_back = rollback_failed_writes(storage, timeline, complete=self.point.complete,
+                                                          utc=self.table.config.utc_timeline, heartbeat=conc.heartbeat)
             else:
-                self.rolled_back = finish_pending_rollbacks(storage, timeline)
+                self.rolled_back = finish_pending_rollbacks(storage, timeline, complete=self.point.complete)
             live = live_instants(storage, timeline.pending_writes(), conc.heartbeat)
             if live and not conc.optimistic:
                 raise HudiConcurrentWriteError(
@@ -106,7 +111,7 @@ class WriteTransaction:
                 if cfg.get(C.METADATA_COLUMN_STATS_ENABLE) else 0,
                 bloom_filter_groups=cfg.get(C.METADATA_BLOOM_FILTER_FILE_GROUPS)
                 if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0, record_index=record_index,
-                stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
+                stats_columns=self.point.metadata.stats_columns)
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
@@ -118,55 +123,60 @@ class WriteTransaction:
         self.instant, self.action = instant, action
         return instant
 
-    def _still_mine(self, timeline: Timeline) -> str | None:
-        """Why the instant can no longer complete (None if it can)."""
-        assert self.instant is not None and self.action is not None
-        if timeline.is_completed(self.instant):
-            return "it is completed already"
-        if not (timeline.has_state(self.instant, State.REQUESTED, self.action)
-                or timeline.has_state(self.instant, State.INFLIGHT, self.action)):
-            return "another writer rolled it back (its heartbeat had expired)"
-        if self.instant in pending_rollback_targets(timeline):
-            return "another writer is rolling it back (its heartbeat had expired)"
-        return None
+    def _expect(self) -> Expect:
+        """This write's instant, requested or inflight, and no rollback planned against it."""
+        assert self.action is not None
+        return Expect(self.action, (State.REQUESTED, State.INFLIGHT), self._cannot_commit, watch_rollbacks=True)
+
+    def _cannot_commit(self, timeline: Timeline, reason: str) -> HudiCommitError:
+        """The error of a write whose instant is gone, once its late files are rolled back too."""
+        self._stop_heartbeat()
+        self._undo_late_files(timeline)
+        return HudiCommitError(f"write {self.instant} to {self.table.path} cannot commit: {reason}. Nothing "
+                               "of it is visible; run the write again")
 
     def commit(self, meta: CommitMetadata, *, written: Mapping[str, list[WriteStat]] | None = None,
-               records: Mapping[str, list[tuple[str, dict]]] | None = None) -> None:
+               records: Mapping[str, list[tuple[str, dict]]] | None = None,
+               files: Iterable[str] | None = None) -> None:
         """Complete the instant with ``meta``: the single step that makes the write visible.
         ``written``: metadata-table files executors wrote for it (the record index's log files);
-        ``records``: metadata-table records executors computed for it (log files' statistics)."""
+        ``records``: metadata-table records executors computed for it (log files' statistics);
+        ``files``: the data files its statistics name (other marked files are failed attempts).
+        The post-commit hooks run later (:meth:`after_commit`), so the commit is timed alone."""
         assert self.instant is not None and self.action is not None and self.start is not None
-        conc = self.concurrency
-        with self.lock.held():
-            timeline = self.timeline.reload()
-            reason = self._still_mine(timeline)
-            if reason is not None:
-                self._stop_heartbeat()
-                self._undo_late_files(timeline)
-                raise HudiCommitError(f"write {self.instant} to {self.table.path} cannot commit: {reason}. Nothing "
-                                      "of it is visible; run the write again")
-            self._refuse_clustered_groups(timeline, meta)
-            if conc.optimistic:
-                mine = touched_file_groups(meta)
-                replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
-                check = find_conflicts(timeline, self.start, self.instant, mine, replaced=replaced,
-                                       by_bucket=conc.by_bucket)
-                if check.conflicts:
-                    try:
-                        self.abort()
-                    except Exception:  # the next writer rolls it back; the conflict is what to report
-                        log.exception("could not roll back conflicting write %s", self.instant)
-                    raise HudiWriteConflictError(
-                        f"write {self.instant} to {self.table.path} conflicts with "
-                        + "; ".join(c.describe() for c in check.conflicts)
-                        + ", which completed (or was planned) after it started. It was rolled back and the table "
-                        "is as the other writer left it; run the write again")
-                meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
-            complete_instant(self.table.storage, timeline, self.instant, self.action, meta.to_json().encode("utf-8"),
-                             max_delta_commits=self.cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), written=written,
-                             records=records, stats_columns=tuple(self.cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
-            self.finished = True
+        self.point.finish(self.instant, self.action, meta, expect=self._expect(),
+                          check=lambda timeline: self._check(timeline, meta), files=files, written=written,
+                          records=records, hooks=False)
+        self.finished = True
         self._stop_heartbeat()
+
+    def after_commit(self) -> dict[str, Any]:
+        """Run the post-commit hooks registered on the commit point; their figures."""
+        assert self.instant is not None and self.finished
+        return self.point.run_hooks(self.instant)
+
+    def _check(self, timeline: Timeline, meta: CommitMetadata) -> None:
+        """Under the lock, before completion: no clustered file group written, and (optimistic
+        concurrency control) no conflict with what completed since the write started."""
+        assert self.start is not None and self.instant is not None
+        conc = self.concurrency
+        self._refuse_clustered_groups(timeline, meta)
+        if not conc.optimistic:
+            return
+        mine = touched_file_groups(meta)
+        replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
+        check = find_conflicts(timeline, self.start, self.instant, mine, replaced=replaced, by_bucket=conc.by_bucket)
+        if check.conflicts:
+            try:
+                self.abort()
+            except Exception:  # the next writer rolls it back; the conflict is what to report
+                log.exception("could not roll back conflicting write %s", self.instant)
+            raise HudiWriteConflictError(
+                f"write {self.instant} to {self.table.path} conflicts with "
+                + "; ".join(c.describe() for c in check.conflicts)
+                + ", which completed (or was planned) after it started. It was rolled back and the table "
+                "is as the other writer left it; run the write again")
+        meta.extra_metadata[CONFLICT_CHECK_KEY] = json.dumps(check.summary(conc.mode), sort_keys=True)
 
     def _refuse_clustered_groups(self, timeline: Timeline, meta: CommitMetadata) -> None:
         """No write may commit into a file group a clustering retired while it ran (the clustering
@@ -174,7 +184,6 @@ class WriteTransaction:
         one a pending clustering rewrites. The write checked the pending plans before writing
         (:meth:`pyhudi.spark.pipeline.Pipeline.guard_clustering`); plans made since are checked here.
         Such a write is rolled back."""
-        from pyhudi.plans.clustering import allows_updates, clustering_file_groups, update_refused
 
         clustered = {} if allows_updates(self.cfg) else clustering_file_groups(timeline)
         assert self.start is not None
@@ -200,7 +209,7 @@ class WriteTransaction:
         assert self.instant is not None and self.action is not None
         if list_markers(self.table.storage, self.instant) and self.instant not in pending_rollback_targets(timeline):
             rollback_instant(self.table.storage, timeline, Instant(self.instant, State.INFLIGHT, self.action),
-                             utc=self.table.config.utc_timeline)
+                             complete=self.point.complete, utc=self.table.config.utc_timeline)
 
     def abort(self) -> None:
         """Roll back the instant if it is still pending (idempotent); never raises for a missing one."""
@@ -210,9 +219,9 @@ class WriteTransaction:
         try:
             with self.lock.held():
                 timeline = self.timeline.reload()
-                if self._still_mine(timeline) is None:
+                if gone_reason(timeline, self.instant, self._expect()) is None:
                     rollback_instant(self.table.storage, timeline, timeline.find(self.instant),
-                                     utc=self.table.config.utc_timeline)
+                                     complete=self.point.complete, utc=self.table.config.utc_timeline)
                 self.finished = True
         finally:
             self._stop_heartbeat()

@@ -12,7 +12,8 @@ it inserted or moved, and a delete block of the keys it deleted. A lookup reads,
 only the data blocks the HFile block indexes point its keys to (:func:`lookup`). The values of
 all keys of one file are the same bytes, so encoding and decoding work per file, not per key.
 
-Everything here is plain pyarrow; :mod:`pyhudi.spark.record_index_job` distributes it.
+Everything here is plain pyarrow and reads or encodes only; :mod:`pyhudi.commit.record_index_build`
+writes the partition's base files, :mod:`pyhudi.spark.record_index_job` distributes the work.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from __future__ import annotations
 import io
 import math
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -34,15 +34,10 @@ from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.hfile import CellColumns
 from pyhudi.io.keys import first_of_runs
 from pyhudi.metadata.files import MdtSlice, _parsed_schema, decode_value, lookup_keys, merge_slice
-from pyhudi.metadata.keys import file_group_id, file_group_indexes
+from pyhudi.metadata.keys import file_group_indexes
 from pyhudi.metadata.schema import RECORD_SCHEMA
-from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, key_columns, read_slice
+from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice, scan_logs
 from pyhudi.storage import Storage
-from pyhudi.timeline.commit_metadata import WriteStat
-
-if TYPE_CHECKING:
-    from pyhudi.metadata.table import MetadataTable
-    from pyhudi.table.table import HudiTable
 
 PARTITION = "record_index"
 FILE_GROUP_PREFIX = "record-index-"
@@ -214,8 +209,6 @@ def changed_locations(storage: Storage, change: KeyChange, key_schema: pa.Schema
         if old is not None:
             deleted.append(old if new is None else old.filter(pc.invert(pc.is_in(old, value_set=new))))
     if change.new_logs:
-        from pyhudi.read.merge import scan_logs
-
         scan = scan_logs(storage, change.new_logs, key_schema, Visibility(frozenset({change.instant})))
         located += [_keys(t) for _pos, t in scan.data]
         deleted += [t.column("record_key").combine_chunks().cast(pa.string()) for _pos, t in scan.deletes]
@@ -276,47 +269,3 @@ class Sizing:
     def groups(self, records: int) -> int:
         return file_group_count(records, min_count=self.min_count, max_count=self.max_count,
                                 max_group_bytes=self.max_group_bytes, growth_factor=self.growth_factor)
-
-
-def write_groups(mdt: MetadataTable, instant: str, located: pa.Table, count: int, *,
-                 instant_ms: int) -> list[WriteStat]:
-    """Base files of every file group (0..count-1) at ``instant`` from located keys with their
-    group (:func:`with_groups`): all groups get one, empty or not, as Hudi initializes them."""
-    stats = []
-    groups = located.column(GROUP).to_numpy() if located.num_rows else np.zeros(0, dtype=np.int32)
-    for g in range(count):
-        part = located.filter(pa.array(groups == g)) if located.num_rows else located
-        stats.append(mdt.write_base_cells(instant, PARTITION, file_group_id(FILE_GROUP_PREFIX, g),
-                                          cells(part, instant_ms)))
-    return stats
-
-
-def live_locations(table: HudiTable) -> pa.Table:
-    """Every live key of the table located in its file slice, read in this process (storage
-    listed, not the metadata table: this is what the record index is checked against)."""
-    from pyhudi.table.fs_view import FileSystemView
-
-    view = FileSystemView(table.storage, table.timeline.reload())
-    schema = table.arrow_schema()
-    if schema is None:
-        return empty_locations()
-    spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class)
-    key_schema = key_columns(schema, spec)
-    visibility = view.visibility()
-    parts = []
-    for s in view.latest_slices():
-        parts.append(slice_locations(table.storage, s.to_read(), key_schema, spec, visibility))
-    return pa.concat_tables(parts) if parts else empty_locations()
-
-
-def build_locally(table: HudiTable, sizing: Sizing) -> Callable[[str], list[WriteStat]]:
-    """A builder of the partition that reads every live key of the table in this process (the
-    record index of a table rebuilt by a restore or a rollback run without Spark)."""
-    def build(instant: str) -> list[WriteStat]:
-        from pyhudi.metadata.table import MetadataTable
-
-        located = live_locations(table)
-        count = sizing.groups(located.num_rows)
-        return write_groups(MetadataTable(table.storage), instant, with_groups(located, count), count,
-                            instant_ms=instant_millis(instant[:17], utc=table.config.utc_timeline))
-    return build

@@ -149,12 +149,10 @@ def clustering_conflicts(timeline: Timeline, instant_time: str,
                          plan: ClusteringPlan) -> dict[str, list[tuple[str, str]]]:
     """Writes completed since the plan was made that changed or replaced its file groups (the
     clustering, which rewrites the slices the plan names, would drop their changes): write -> groups."""
-    from pyhudi.transaction.conflict import touched_file_groups
-
     groups = plan.file_groups()
     out = {}
     for w in writes_since_plan(timeline, instant_time, plan):
-        hit = sorted(touched_file_groups(timeline.commit_metadata(w)) & groups)
+        hit = sorted(timeline.commit_metadata(w).touched_file_groups() & groups)
         if hit:
             out[w.timestamp] = hit
     return out

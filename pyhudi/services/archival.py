@@ -35,6 +35,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError
 from pyhudi.io.file_names import slice_key
+from pyhudi.metadata.table import MetadataTable
 from pyhudi.plans.clean import last_clean_ectr
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import archive_folder, archive_instants
@@ -147,8 +148,6 @@ def _within_metadata_table(table: HudiTable, chosen: list[str]) -> list[str]:
     completed instants, and every block after the latest compaction is read."""
     if not table.has_metadata_table():
         return chosen
-    from pyhudi.metadata.table import MetadataTable
-
     latest = MetadataTable(table.storage).latest_compaction()
     if latest is None:
         log.info("not archiving: the metadata table has not been compacted yet")

@@ -31,6 +31,7 @@ import posixpath
 from pyhudi import config as C
 from pyhudi.actions.clean import run_clean
 from pyhudi.actions.rollback import rollback_failed_writes
+from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.instant_time import parse_instant_time
 from pyhudi.plans.clean import CleanPlan, CleanResult, last_clean, last_clean_ectr
@@ -41,6 +42,7 @@ from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
 from pyhudi.timeline.instant import CLEAN, new_instant_time
 from pyhudi.timeline.timeline import DATA_ACTIONS
+from pyhudi.transaction.concurrency import Concurrency
 from pyhudi.transaction.lock import under_table_lock
 
 log = logging.getLogger("pyhudi")
@@ -190,17 +192,18 @@ def clean(table: HudiTable, cfg: HudiConfig, *, force: bool = False) -> list[Cle
     """Finish cleans left pending, then schedule and run a new one if it is due (or ``force``).
 
     Under the LAZY failed-writes policy the cleaner first rolls back writes whose heartbeat expired.
+    Every instant completes through the commit point of ``cfg``, so the metadata table is kept as
+    the writer's options say.
     """
     table.timeline.reload()
-    from pyhudi.transaction.concurrency import Concurrency
-
+    point = CommitPoint.of(table, cfg)
     concurrency = Concurrency.of(cfg)
     if concurrency.failed_writes == "LAZY":
-        rollback_failed_writes(table.storage, table.timeline, utc=table.config.utc_timeline,
+        rollback_failed_writes(table.storage, table.timeline, complete=point.complete, utc=table.config.utc_timeline,
                                heartbeat=concurrency.heartbeat)
-    results = [run_clean(table, inst.timestamp) for inst in table.timeline.pending([CLEAN])]
+    results = [run_clean(table, inst.timestamp, complete=point.complete) for inst in table.timeline.pending([CLEAN])]
     if force or clean_due(table, cfg):
         instant = schedule_clean(table, cfg)
         if instant is not None:
-            results.append(run_clean(table, instant))
+            results.append(run_clean(table, instant, complete=point.complete))
     return results

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from pyhudi import config as C
 from pyhudi.actions.ordering import sort_column_problem
 from pyhudi.actions.rollback import rollback_instant
+from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiUnsupportedError
 from pyhudi.plans.clustering import (
@@ -84,7 +85,8 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
                 continue
             if inst.state == State.INFLIGHT and is_alive(table.storage, inst.timestamp, policy):
                 continue  # running now: it fails at its commit instead (its tasks may still write files)
-            rollback_instant(table.storage, timeline, inst, utc=table.config.utc_timeline)
+            rollback_instant(table.storage, timeline, inst, complete=CommitPoint.of(table, cfg).complete,
+                             utc=table.config.utc_timeline)
             undone.append(inst.timestamp)
             timeline = timeline.reload()
     if undone:

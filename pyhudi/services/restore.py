@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 
 from pyhudi.actions.rollback import rollback_failed_writes, rollback_instant, undo_instant
-from pyhudi.commit.metadata_sync import complete_instant
+from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConcurrentWriteError, HudiInstantNotFoundError, HudiRestoreError, HudiRetentionError
 from pyhudi.io.file_names import slice_key
@@ -103,7 +103,9 @@ def rollback_commit(table: HudiTable, instant: str | None = None, *, cfg: HudiCo
     """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
     timeline = table.timeline.reload()
     policy = _refuse_beside_live_writes(table, "roll back a commit", cfg)
-    rollback_failed_writes(table.storage, timeline, utc=table.config.utc_timeline, heartbeat=policy)
+    point = CommitPoint.of(table, cfg)
+    rollback_failed_writes(table.storage, timeline, complete=point.complete, utc=table.config.utc_timeline,
+                           heartbeat=policy)
     writes = timeline.completed_writes()
     if not writes:
         raise HudiInstantNotFoundError(f"{table.path} has no completed commit to roll back")
@@ -125,7 +127,7 @@ def rollback_commit(table: HudiTable, instant: str | None = None, *, cfg: HudiCo
         raise HudiRestoreError(f"clean {cleaning[0].timestamp} is unfinished and may delete the version a rollback "
                                "returns to; finish it first (`pyhudi clean`), then roll back")
     _check_previous_versions(table, latest)
-    done = rollback_instant(table.storage, timeline, latest, utc=table.config.utc_timeline)
+    done = rollback_instant(table.storage, timeline, latest, complete=point.complete, utc=table.config.utc_timeline)
     log.info("rolled back %s %s as %s", latest.action, latest.timestamp, done)
     return done
 
@@ -215,6 +217,6 @@ def restore(table: HudiTable, savepoint: str, *, cfg: HudiConfig | None = None) 
         "version": 1,
         "restoreInstantInfo": infos,
     }
-    complete_instant(table.storage, timeline, instant, RESTORE, write_record(RESTORE_METADATA, metadata))
+    CommitPoint.of(table, cfg).complete(timeline, instant, RESTORE, write_record(RESTORE_METADATA, metadata))
     log.info("restored %s to savepoint %s: rolled back %d instants", table.path, savepoint, len(doomed))
     return RestoreResult(instant, savepoint, tuple(i.timestamp for i in doomed), deleted, seconds)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import time
 
+from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiInstantNotFoundError
 from pyhudi.plans.savepoint import Savepoint, savepoint_of
@@ -55,7 +56,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
     }
     if not timeline.has_state(instant, State.INFLIGHT, SAVEPOINT):  # else a creation that died: finish it
         timeline.transition_inflight(instant, SAVEPOINT)
-    timeline.complete(instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
+    CommitPoint.of(table, cfg).complete(timeline, instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
     return savepoint_of(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
 
 

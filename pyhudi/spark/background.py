@@ -22,6 +22,9 @@ from pyspark.sql import SparkSession
 
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringError, HudiCompactionError, HudiError
+from pyhudi.plans.clustering import pending_clusterings
+from pyhudi.plans.compaction import pending_compactions
+from pyhudi.spark import clustering_job, compaction_job
 from pyhudi.table.table import HudiTable
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
@@ -65,13 +68,9 @@ class BackgroundServices:
 
     def _run(self, kind: str, instant: str) -> None:
         if kind == COMPACTION:
-            from pyhudi.spark.compaction_job import run_compaction
-
-            run_compaction(self.spark, HudiTable(self.path), instant, self.options)
+            compaction_job.run_compaction(self.spark, HudiTable(self.path), instant, self.options)
         else:
-            from pyhudi.spark.clustering_job import run_clustering
-
-            run_clustering(self.spark, HudiTable(self.path), instant, self.options)
+            clustering_job.run_clustering(self.spark, HudiTable(self.path), instant, self.options)
 
     def _loop(self) -> None:
         while True:
@@ -93,9 +92,6 @@ class BackgroundServices:
         """Why a plan that raised is fine after all: done or undone by another process (a writer
         rolled a conflicting clustering back), or run by one now (the sink queues it again once
         that one's heartbeat expires)."""
-        from pyhudi.plans.clustering import pending_clusterings
-        from pyhudi.plans.compaction import pending_compactions
-
         table = HudiTable(self.path)
         timeline = table.timeline
         if timeline.is_completed(instant):

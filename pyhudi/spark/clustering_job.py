@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 from pyhudi import config as C
 from pyhudi.actions.ordering import curve_bits, curve_index, on_curve, ordering, scaled_ranks
 from pyhudi.actions.rollback import rollback_instant
-from pyhudi.commit.metadata_sync import complete_instant
+from pyhudi.commit.point import CommitPoint, Expect
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiClusteringError, HudiWriteConflictError
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY, table_avro_schema
@@ -57,11 +57,12 @@ from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, LogFile
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.bulk_insert import bulk_insert_writer
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
+from pyhudi.write.markers import remove_marked_files
 from pyhudi.write.plan import WriteContext
 from pyhudi.write.result import commit_metadata
 from pyhudi.write.task import current_task
@@ -150,28 +151,28 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         for piece in g.slices:
             replaced.setdefault(piece.partition_path, []).append(piece.file_id)
     meta = commit_metadata(stats, operation_type=CLUSTER, schema_json=schema_json or "", replaced=replaced)
-    remove_stray_files(table.storage, instant_time, (r["path"] for r in stats if r.get("path")))
     index_files = write_changes(spark, table, instant_time, stats, replaced, spec, file_schema)
-    with lock.held():
-        timeline = table.timeline.reload()
-        if not timeline.has_state(instant_time, State.INFLIGHT, REPLACE_COMMIT):
-            _remove_late_files(table, timeline, instant_time)
-            raise HudiClusteringError(f"clustering {instant_time} was completed or undone by another process while "
-                                      "it ran; the files this run wrote were removed")
+    point = CommitPoint.of(table, cfg, lock=lock)
+
+    def gone(timeline: Timeline, _reason: str) -> HudiClusteringError:
+        _remove_late_files(table, timeline, instant_time)
+        return HudiClusteringError(f"clustering {instant_time} was completed or undone by another process while "
+                                   "it ran; the files this run wrote were removed")
+
+    def no_conflicts(timeline: Timeline) -> None:
         conflicts = clustering_conflicts(timeline, instant_time, plan)
         if conflicts:
             rollback_instant(table.storage, timeline, Instant(instant_time, State.INFLIGHT, REPLACE_COMMIT),
-                             utc=table.config.utc_timeline)
+                             complete=point.complete, utc=table.config.utc_timeline)
             shown = "; ".join(f"{w} wrote {describe_groups(groups)}" for w, groups in sorted(conflicts.items())[:3])
             raise HudiWriteConflictError(
                 f"clustering {instant_time} of {table.path} conflicts with writes that changed its file groups after "
                 f"it was planned ({shown}); it was rolled back and the table is as those writes left it. Schedule "
                 "the clustering again (`pyhudi clustering run` plans anew)")
-        complete_instant(table.storage, timeline, instant_time, REPLACE_COMMIT, meta.to_json().encode("utf-8"),
-                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS),
-                         written={RECORD_INDEX_PARTITION: index_files} if index_files else None,
-                         stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
-    delete_markers(table.storage, instant_time)
+
+    point.finish(instant_time, REPLACE_COMMIT, meta, expect=Expect(REPLACE_COMMIT, (State.INFLIGHT,), gone),
+                 check=no_conflicts, files=[r["path"] for r in stats if r.get("path")],
+                 written={RECORD_INDEX_PARTITION: index_files} if index_files else None)
     seconds = time.monotonic() - started
     figures = {"instant": instant_time, "groups": len(groups),
                "input_file_groups": sum(len(v) for v in replaced.values()), "output_files": len(stats),
@@ -267,7 +268,7 @@ def _planned_slices(group: ClusteringGroup, sizes: Mapping[str, int]) -> list[Fi
     return out
 
 
-def _remove_late_files(table: HudiTable, timeline: Any, instant_time: str) -> None:
+def _remove_late_files(table: HudiTable, timeline: Timeline, instant_time: str) -> None:
     """Files this run wrote after another process rolled the clustering back (or completed it in a
     run of its own): their markers name them. Left behind, they would look committed once archival
     passes the instant's time."""

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from pyhudi import config as C
 from pyhudi.actions.compaction import compact_slice
-from pyhudi.commit.metadata_sync import complete_instant
+from pyhudi.commit.point import CommitPoint, Expect
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiCompactionError
 from pyhudi.io.avro_schema import table_avro_schema
@@ -30,10 +30,11 @@ from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import COMMIT, COMPACTION, Instant, State
+from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
-from pyhudi.write.markers import delete_markers, remove_marked_files, remove_stray_files
+from pyhudi.write.markers import remove_marked_files
 from pyhudi.write.result import commit_metadata
 from pyhudi.write.rows import stats_batch
 from pyhudi.write.task import current_task
@@ -75,7 +76,6 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
 
 def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: TableLock, instant_time: str,
              operations: tuple, started: float) -> CommitMetadata:
-    timeline = table.timeline
     schema_json, file_schema = table.schemas()  # the latest table schema: written to the new base files and recorded
     if file_schema is None:
         raise HudiCompactionError(f"{table.path} has no table schema in its commits and no base file to take "
@@ -94,16 +94,14 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=schema_json or "")
     meta.compacted = True
-    remove_stray_files(table.storage, instant_time, (r["path"] for r in rows if r.get("path")))
-    with lock.held():
-        timeline.reload()
-        if timeline.is_completed(instant_time) or not timeline.has_state(instant_time, State.INFLIGHT, COMPACTION):
-            raise HudiCompactionError(f"compaction {instant_time} was completed or undone by another process "
-                                      "while it ran; its files are left to the cleaner")
-        complete_instant(table.storage, timeline, instant_time, COMMIT, meta.to_json().encode("utf-8"),
-                         max_delta_commits=cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS),
-                         stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
-    delete_markers(table.storage, instant_time)
+
+    def gone(_timeline: Timeline, _reason: str) -> HudiCompactionError:
+        return HudiCompactionError(f"compaction {instant_time} was completed or undone by another process "
+                                   "while it ran; its files are left to the cleaner")
+
+    point = CommitPoint.of(table, cfg, lock=lock)
+    point.finish(instant_time, COMMIT, meta, expect=Expect(COMPACTION, (State.INFLIGHT,), gone),
+                 files=[r["path"] for r in rows if r.get("path")])
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
     return meta
 

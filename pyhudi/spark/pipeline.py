@@ -35,7 +35,6 @@ from pyhudi.spark.planned_write import bucket_write, tagged_write
 from pyhudi.spark.record_index_job import keeps_record_index, write_changes
 from pyhudi.spark.state import WriteState
 from pyhudi.timeline.commit_metadata import CommitMetadata
-from pyhudi.write.markers import delete_markers, remove_stray_files
 from pyhudi.write.replace import DELETE_PARTITION
 from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run
 
@@ -93,10 +92,9 @@ class Pipeline(WriteState):
                     storage_schema(self.target_schema))}
                 started = self.phase("record_index", started)
             log_stats = self.log_statistics(rows)
-            remove_stray_files(table.storage, self.instant, (r["path"] for r in rows if r.get("path")))
-            commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None)
+            commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None,
+                   files=[r["path"] for r in rows if r.get("path")])
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
-            delete_markers(table.storage, self.instant)
             self.phase("commit", started)
             result: dict[str, Any] = dict(self.phases)
             if self.index_stats is not None:

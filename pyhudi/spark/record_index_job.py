@@ -31,6 +31,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi import config as C
+from pyhudi.commit.metadata_writer import MetadataWriter
+from pyhudi.commit.record_index_build import write_groups
 from pyhudi.config import HudiConfig
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.file_names import log_path_order, parse_log_file
@@ -97,7 +99,7 @@ def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa
 
 
 def _per_group(located: DataFrame, count: int, base_uri: str,
-               write: Callable[[MetadataTable, int, pa.Table], WriteStat]) -> list[WriteStat]:
+               write: Callable[[MetadataWriter, int, pa.Table], WriteStat]) -> list[WriteStat]:
     """Rows shuffled by record index file group (a few groups per task, as many tasks as cores),
     each group's rows (without the group column) handed to ``write``, which writes its file; the
     files' stats."""
@@ -106,7 +108,7 @@ def _per_group(located: DataFrame, count: int, base_uri: str,
         if rows is None:
             return
         groups = rows.column(R.GROUP).to_numpy()
-        mdt = MetadataTable(Storage(base_uri))
+        mdt = MetadataWriter(Storage(base_uri))
         stats = [write(mdt, group, rows.filter(pa.array(groups == group)).drop_columns([R.GROUP]))
                  for group in np.unique(groups).tolist()]
         yield pa.RecordBatch.from_arrays([pa.array([json.dumps(dataclasses.asdict(s)) for s in stats])],
@@ -221,7 +223,7 @@ def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: lis
     def locate(storage: Storage, change: R.KeyChange, key_schema: pa.Schema) -> pa.Table:
         return R.with_groups(R.changed_locations(storage, change, key_schema, spec, committed), count)
 
-    def write(mdt: MetadataTable, group: int, changed: pa.Table) -> WriteStat:
+    def write(mdt: MetadataWriter, group: int, changed: pa.Table) -> WriteStat:
         located, deleted = R.resolve(changed)
         cells = R.cells(located, R.instant_millis(instant, utc=utc))
         return mdt.write_log_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group), bases[group],
@@ -240,11 +242,11 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
         view = FileSystemView(table.storage, table.timeline.reload())  # the MDT is being rebuilt: list storage
         schema = table.arrow_schema()
         pieces = [s.to_read() for s in view.latest_slices()]
-        mdt = MetadataTable(table.storage)
+        mdt = MetadataWriter(table.storage)
         instant_ms = R.instant_millis(instant[:17], utc=table.config.utc_timeline)
         if schema is None or not pieces:
             count = rule.groups(0)
-            return R.write_groups(mdt, instant, R.with_groups(R.empty_locations(), count), count,
+            return write_groups(mdt, instant, R.with_groups(R.empty_locations(), count), count,
                                   instant_ms=instant_ms)
         committed = view.visibility()
         base_uri = table.storage.base_uri
@@ -258,7 +260,7 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
         try:
             count = rule.groups(located.count())
 
-            def write(mdt: MetadataTable, group: int, rows: pa.Table) -> WriteStat:
+            def write(mdt: MetadataWriter, group: int, rows: pa.Table) -> WriteStat:
                 return mdt.write_base_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group),
                                             R.cells(rows, instant_ms))
 

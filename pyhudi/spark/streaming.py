@@ -48,7 +48,13 @@ from pyhudi.errors import (
     HudiTableMismatchError,
     HudiUnsupportedError,
 )
+from pyhudi.plans.clustering import pending_clusterings
+from pyhudi.plans.compaction import pending_compactions
+from pyhudi.services.clustering import clustering_due, schedule_clustering
+from pyhudi.services.compaction import compaction_due, schedule_compaction
 from pyhudi.spark.background import CLUSTERING, COMPACTION, BackgroundServices
+from pyhudi.spark.reader import read
+from pyhudi.spark.writer import write
 from pyhudi.storage import Storage
 from pyhudi.table.incremental import latest_offset, start_offset
 from pyhudi.table.table import HudiTable
@@ -129,8 +135,6 @@ class HudiStreamSink:
 
     def _write(self, df: DataFrame, batch_id: int) -> str | None:
         """Write the batch, retrying; its instant, or None when it failed and is ignored."""
-        from pyhudi.spark.writer import write
-
         # a write that died with its process holds the table until its heartbeat expires (the next
         # write then rolls it back): a restarted query waits that long before counting failures
         waits_until = time.monotonic() + HeartbeatPolicy.of(self.cfg).max_age_s + self.retry_pause_s
@@ -182,9 +186,6 @@ class HudiStreamSink:
 
     def _compact_async(self) -> str | None:
         """Compactions of a merge-on-read table, when ``hoodie.compact.inline.max.delta.commits`` is due."""
-        from pyhudi.plans.compaction import pending_compactions
-        from pyhudi.services.compaction import compaction_due, schedule_compaction
-
         table = HudiTable(self.path)
         if table.table_type != P.MERGE_ON_READ:
             return None
@@ -194,9 +195,6 @@ class HudiStreamSink:
     def _cluster_async(self) -> str | None:
         """Clusterings, once ``hoodie.clustering.async.max.commits`` commits completed since the last
         (a plan of ours that a conflict rolled back counts: the next waits as long again)."""
-        from pyhudi.plans.clustering import pending_clusterings
-        from pyhudi.services.clustering import clustering_due, schedule_clustering
-
         table = HudiTable(self.path)
         due = clustering_due(table.timeline, self.cfg, max_commits=self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS),
                              since=self._last_clustering)
@@ -313,8 +311,6 @@ class CommitStream:
         return batch_id, begin, end
 
     def batch_frame(self, begin: str, end: str) -> DataFrame:
-        from pyhudi.spark.reader import read
-
         return read(self.spark, self.path, {**self.options, C.QUERY_TYPE.key: "incremental",
                                             C.BEGIN_INSTANT.key: begin, C.END_INSTANT.key: end,
                                             C.TIMELINE_HOLES_POLICY.key: "BLOCK"})

@@ -20,7 +20,9 @@ from pyhudi.config.properties import TableConfig, load_table_config, store_table
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
 from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
-from pyhudi.metadata.files import FileListing
+from pyhudi.metadata import column_stats
+from pyhudi.metadata.files import FILES_PARTITION, FileListing
+from pyhudi.metadata.table import MetadataTable, usable_partitions
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.timeline.commit_metadata import CommitMetadata
@@ -155,16 +157,11 @@ class HudiTable:
 
     def has_metadata_table(self) -> bool:
         """Whether the table declares a usable metadata table (``files`` partition)."""
-        from pyhudi.metadata.table import MetadataTable, usable_partitions
-
-        return "files" in usable_partitions(self.config.props) and MetadataTable(self.storage).exists()
+        return FILES_PARTITION in usable_partitions(self.config.props) and MetadataTable(self.storage).exists()
 
     def metadata_column_ranges(self, columns: Iterable[str], schema: pa.Schema) -> dict[str, dict[str, Any]] | None:
         """file name -> column -> range from the metadata table's column_stats partition, for
         ``columns``; None when the table has no usable one (then footers serve)."""
-        from pyhudi.metadata import column_stats
-        from pyhudi.metadata.table import MetadataTable, usable_partitions
-
         if column_stats.PARTITION not in usable_partitions(self.config.props) or self.metadata_listing() is None:
             return None
         try:
@@ -178,9 +175,7 @@ class HudiTable:
     def metadata_listing(self) -> FileListing | None:
         """The data files as the metadata table lists them; None (with a warning) when the table
         has no usable metadata table or it is behind the timeline, so callers list storage."""
-        from pyhudi.metadata.table import MetadataTable, usable_partitions
-
-        if "files" not in usable_partitions(self.config.props):
+        if FILES_PARTITION not in usable_partitions(self.config.props):
             return None
         mdt = MetadataTable(self.storage)
         try:

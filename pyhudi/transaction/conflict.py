@@ -54,10 +54,7 @@ class Conflict:
 
 def touched_file_groups(meta: CommitMetadata) -> set[tuple[str, str]]:
     """(partition, file id) of every file group a commit wrote or replaced."""
-    out = {(s.partitionPath, s.fileId) for s in meta.write_stats() if s.fileId}
-    for partition, ids in (meta.partition_to_replace_file_ids or {}).items():
-        out.update((partition, fid) for fid in ids)
-    return out
+    return meta.touched_file_groups()
 
 
 def _bucket(file_id: str) -> str:

@@ -1,0 +1,79 @@
+"""The services a write runs once it committed, registered as hooks on its commit point.
+
+After a write Hudi runs, in this order: inline compaction (merge-on-read), inline clustering,
+then clean and archival. They are post-commit hooks of the write's
+:class:`~pyhudi.commit.point.CommitPoint` because they need Spark and the service policies, which
+the commit package must not import. The write is durable when they run: a failing service is
+reported in the write's figures (``service_error``), never raised, so the caller never retries a
+committed write.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from pyhudi import config as C
+from pyhudi.commit.point import CommitPoint
+from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
+from pyhudi.services.archival import archive
+from pyhudi.services.clean import clean
+from pyhudi.spark.clustering_job import inline_clustering
+from pyhudi.spark.compaction_job import inline_compaction
+from pyhudi.table.table import HudiTable
+
+log = logging.getLogger("pyhudi")
+
+
+def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable, cfg: HudiConfig, *,
+                      replace: str | None) -> None:
+    """Add the write's post-commit services to ``point``: compaction (merge-on-read) and
+    clustering when inline, never after a replace operation; then clean and archival."""
+    if table.table_type == P.MERGE_ON_READ and not replace:
+        point.add_hook(lambda _instant: inline_service("compaction", lambda: inline_compaction(spark, table, cfg)))
+    if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
+        point.add_hook(lambda _instant: inline_service("clustering", lambda: inline_clustering(spark, table, cfg)))
+    point.add_hook(lambda _instant: timed_table_services(table, cfg))
+
+
+def inline_service(name: str, run: Callable[[], list[str]]) -> Mapping[str, Any]:
+    """Run an inline service after the commit; its instants as ``"<name>s"`` (compactions,
+    clusterings), or its failure as ``service_error``."""
+    try:
+        done = run()
+    except Exception as exc:
+        log.warning("the write committed, but the inline %s after it failed: %s", name, exc, exc_info=True)
+        return {"service_error": str(exc)}
+    return {f"{name}s": done} if done else {}
+
+
+def timed_table_services(table: HudiTable, cfg: HudiConfig) -> Mapping[str, Any]:
+    """:func:`table_services` and the seconds they took (``services_s``)."""
+    started = time.monotonic()
+    out = table_services(table, cfg)
+    out["services_s"] = round(time.monotonic() - started, 3)
+    return out
+
+
+def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
+    """Hudi's post-commit services, in Hudi's order: clean, then archive."""
+    out: dict[str, Any] = {}
+    try:
+        if cfg.get(C.CLEAN_AUTOMATIC):
+            cleaned = clean(table, cfg)
+            if cleaned:
+                out["cleans"] = [c.instant for c in cleaned]
+                out["files_cleaned"] = sum(c.files_deleted for c in cleaned)
+        if cfg.get(C.ARCHIVE_AUTOMATIC):
+            archived = archive(table, cfg)
+            if archived:
+                out["archived_instants"] = len(archived)
+    except Exception as exc:  # the commit is durable: report, never make the caller retry the write
+        log.warning("the write committed, but a table service after it failed: %s", exc, exc_info=True)
+        out["service_error"] = str(exc)
+    return out

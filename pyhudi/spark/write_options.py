@@ -1,0 +1,213 @@
+"""A write's options, checked and resolved against the table before anything is written.
+
+Every refusal here happens before the table or an instant exists, so a refused write leaves no
+trace: options that conflict with ``hoodie.properties`` (Hudi's ``validateTableConfig``),
+operations, index types and table features pyhudi does not write, and the properties a new table
+gets. :mod:`pyhudi.spark.writer` runs the write these checks let through.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
+from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
+from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
+from pyhudi.services.archival import validate as validate_archival
+from pyhudi.spark.keygen import field_type
+from pyhudi.spark.record_index_job import keeps_record_index
+from pyhudi.table.table import HudiTable
+from pyhudi.write.replace import INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
+from pyhudi.write.result import OPERATION_TYPES
+
+log = logging.getLogger("pyhudi")
+
+#: table property -> write option it answers, compared when a write targets an existing table
+_TABLE_TO_OPTION = {
+    P.NAME: C.TABLE_NAME,
+    P.TYPE: C.TABLE_TYPE,
+    P.RECORD_KEY_FIELDS: C.RECORDKEY_FIELD,
+    P.PARTITION_FIELDS: C.PARTITIONPATH_FIELD,
+    P.PRECOMBINE_FIELD: C.PRECOMBINE_FIELD,
+    P.KEYGEN_CLASS: C.KEYGENERATOR_CLASS,
+    P.HIVE_STYLE: C.HIVE_STYLE_PARTITIONING,
+    P.URL_ENCODE: C.PARTITIONPATH_URLENCODE,
+    P.POPULATE_META_FIELDS: C.POPULATE_META_FIELDS,
+    P.PAYLOAD_CLASS: C.PAYLOAD_CLASS,  # merge-on-read tables record it: readers and writers must agree
+}
+_TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
+                    C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
+                    C.TIMESTAMP_INPUT_FORMAT_DELIMITER, C.TIMESTAMP_TIMEZONE)
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """What a write is to do once its options passed the checks: the options completed from the
+    table's own configuration, the table (None: to be created), the operation and the replace
+    operation it amounts to (None for none). ``overwrite``: an existing table is overwritten, so
+    its old schema goes too."""
+
+    cfg: HudiConfig
+    table: HudiTable | None
+    operation: str
+    replace: str | None
+    overwrite: bool
+
+
+def check_request(path: str, cfg: HudiConfig, mode: str) -> WriteRequest:
+    """The write's mode and operation checked, and its options against the table at ``path``."""
+    if mode not in ("append", "overwrite"):
+        raise HudiConfigError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    table = HudiTable(path) if HudiTable.exists(path) else None
+    if table is not None:
+        if table.config.version not in (5, 6):
+            raise HudiUnsupportedError(
+                f"{path} is a table of version {table.config.version}; pyhudi writes table version 6 only")
+        table.config.check_data_table()
+        if str(table.properties.get(P.CDC_ENABLED, "false")).strip().lower() == "true":
+            raise HudiUnsupportedError(
+                f"{path} has {P.CDC_ENABLED}=true: its writes must also write change data files, which pyhudi "
+                "does not implement (it reads such a table's snapshot); write with Apache Hudi's own Spark bundle")
+        check_table_config(cfg, table)
+        cfg = cfg.with_defaults(options_from_table(table))
+    elif not cfg.get(C.TABLE_NAME):
+        raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
+    operation = cfg.get(C.OPERATION)
+    if operation not in OPERATION_TYPES:
+        raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(OPERATION_TYPES)}")
+    if mode == "overwrite" and operation in ("delete", "delete_partition"):
+        raise HudiConfigError(f"mode='overwrite' cannot be combined with the {operation} operation")
+    # Hudi's SaveMode.Overwrite on an existing table: the batch replaces the table
+    # (where Hudi deletes the table first, pyhudi replaces it in one atomic commit)
+    replace = REPLACE_OPERATIONS.get(operation)
+    if mode == "overwrite" and table is not None:
+        replace = INSERT_OVERWRITE_TABLE
+    return WriteRequest(cfg, table, operation, replace, overwrite=mode == "overwrite" and table is not None)
+
+
+def check_features(request: WriteRequest) -> KeyGenSpec:
+    """The index, the table features and the meta-field setting checked; the key generator."""
+    cfg, operation, replace = request.cfg, request.operation, request.replace
+    if cfg.get(C.INDEX_TYPE) == "RECORD_INDEX" and not cfg.get(C.METADATA_ENABLE):
+        log.warning("hoodie.index.type=RECORD_INDEX needs the metadata table (hoodie.metadata.enable=true); "
+                    "looking records up with GLOBAL_SIMPLE instead")
+    if cfg.get(C.DROP_PARTITION_COLUMNS):
+        raise HudiUnsupportedError("hoodie.datasource.write.drop.partition.columns=true is not supported")
+    if cfg.get(C.ARCHIVE_AUTOMATIC):
+        validate_archival(cfg)
+    populate = cfg.get(C.POPULATE_META_FIELDS)
+    if not populate and operation in ("upsert", "delete") and replace is None:
+        raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
+    if not populate and keeps_record_index(cfg):
+        raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
+                              "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
+    return resolve_keygen(cfg)
+
+
+def check_stats_columns(cfg: HudiConfig, target: pa.Schema) -> None:
+    """The column-stats column list names only columns of the table."""
+    unknown = [c for c in cfg.get(C.METADATA_COLUMN_STATS_COLUMNS) if c not in target.names and c not in META_FIELDS]
+    if unknown:
+        raise HudiConfigError(f"hoodie.metadata.index.column.stats.column.list names {', '.join(unknown)}, which the "
+                              f"table does not have (its columns: {', '.join(target.names)})")
+
+
+def _normalized(opt: C.ConfigOption[Any], value: Any) -> str:
+    parsed = opt.parse(value)
+    if isinstance(parsed, tuple):
+        return ",".join(parsed)
+    return str(parsed).lower()
+
+
+def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
+    """Hudi's ``validateTableConfig``: options the user set must agree with hoodie.properties."""
+    conflicts = []
+    for prop, opt in _TABLE_TO_OPTION.items():
+        if not cfg.is_set(opt) or prop not in table.properties:
+            continue
+        mine, theirs = _normalized(opt, cfg.raw[opt.key]), _normalized(opt, table.properties[prop])
+        if prop == P.KEYGEN_CLASS:
+            mine, theirs = mine.rsplit(".", 1)[-1], theirs.rsplit(".", 1)[-1]
+        if mine != theirs:
+            conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {table.properties[prop]!r}")
+    if cfg.is_set(C.PARTITIONPATH_FIELD) and P.PARTITION_FIELDS not in table.properties and \
+            cfg.get(C.PARTITIONPATH_FIELD):
+        conflicts.append(f"  {C.PARTITIONPATH_FIELD.key}: write option "
+                         f"{cfg.raw[C.PARTITIONPATH_FIELD.key]!r}, table is not partitioned")
+    if conflicts:
+        raise HudiTableMismatchError(
+            f"the write options conflict with the table at {table.path}:\n" + "\n".join(conflicts)
+            + "\nwrite with the table's settings, or write to a new path")
+
+
+def options_from_table(table: HudiTable) -> dict[str, str]:
+    """hoodie.properties expressed as write options, to fill what the user did not set."""
+    out = {opt.key: table.properties[prop] for prop, opt in _TABLE_TO_OPTION.items() if prop in table.properties}
+    if P.PARTITION_FIELDS not in table.properties:
+        out[C.PARTITIONPATH_FIELD.key] = ""
+    for opt in _TIMESTAMP_PROPS:
+        if opt.key in table.properties:
+            out[opt.key] = table.properties[opt.key]
+    return out
+
+
+def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) -> dict[str, str]:
+    name = cfg.get(C.TABLE_NAME)
+    props: dict[str, str] = {P.NAME: name, P.TYPE: cfg.get(C.TABLE_TYPE), P.VERSION: "6",
+                             P.LAYOUT_VERSION: "1", P.RECORD_KEY_FIELDS: ",".join(spec.record_key_fields)}
+    if cfg.get(C.DATABASE_NAME):
+        props[P.DATABASE] = cfg.get(C.DATABASE_NAME)
+    if spec.partition_fields:
+        props[P.PARTITION_FIELDS] = ",".join(spec.partition_fields)
+    if cfg.is_set(C.PRECOMBINE_FIELD):
+        props[P.PRECOMBINE_FIELD] = cfg.get(C.PRECOMBINE_FIELD)
+    props[P.KEYGEN_CLASS] = spec.class_name
+    props[P.HIVE_STYLE] = str(spec.hive_style).lower()
+    props[P.URL_ENCODE] = str(spec.url_encode).lower()
+    props[P.DROP_PARTITION_COLUMNS] = "false"
+    props[P.BASE_FILE_FORMAT] = "PARQUET"
+    props[P.ARCHIVE_FOLDER] = "archived"
+    if cfg.get(C.TABLE_TYPE) == P.MERGE_ON_READ:
+        props[P.PAYLOAD_CLASS] = cfg.get(C.PAYLOAD_CLASS)
+    props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
+    if not cfg.get(C.POPULATE_META_FIELDS):
+        props[P.POPULATE_META_FIELDS] = "false"
+    if spec.kind == TIMESTAMP:
+        for opt in _TIMESTAMP_PROPS:
+            if cfg.is_set(opt):
+                props[opt.key] = str(cfg.raw[opt.key])
+    props[P.CREATE_SCHEMA] = create_schema
+    return props
+
+
+def ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTable | None) -> str | None:
+    """The precombine field if the data has it; an error if the user asked for one it lacks."""
+    field = cfg.get(C.PRECOMBINE_FIELD)
+    explicit = cfg.is_set(C.PRECOMBINE_FIELD) or (table is not None and table.config.precombine_field)
+    if not field:
+        return None
+    if field in df.columns or "." in field:
+        try:
+            field_type(df.schema, field)
+            return field
+        except HudiError:
+            pass
+    needs = operation == "upsert" or (operation != "delete" and cfg.get(C.COMBINE_BEFORE_INSERT))
+    if explicit and needs:
+        raise HudiSchemaError(
+            f"precombine field {field!r} is not in the incoming data (columns: {', '.join(df.columns)}); "
+            "add it or set hoodie.datasource.write.precombine.field to an existing column")
+    return None
+
+
+def data_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without the meta columns."""
+    return pa.schema([f for f in schema if f.name not in META_FIELDS])
