@@ -182,8 +182,8 @@ class WriteTransaction:
         """No write may commit into a file group a clustering retired while it ran (the clustering
         rewrote the group without the write's change), nor, under Hudi's reject update strategy, into
         one a pending clustering rewrites. The write checked the pending plans before writing
-        (:meth:`pyhudi.spark.pipeline.Pipeline.guard_clustering`); plans made since are checked here.
-        Such a write is rolled back."""
+        (:func:`pyhudi.services.clustering.guard_updates`, from :mod:`pyhudi.spark.planned_write`);
+        plans made since are checked here. Such a write is rolled back."""
 
         clustered = {} if allows_updates(self.cfg) else clustering_file_groups(timeline)
         assert self.start is not None

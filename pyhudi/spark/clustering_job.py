@@ -2,7 +2,7 @@
 
 A group of up to :data:`IN_TASK_GROUP_BYTES` is one task: it merges the group's file slices (base
 file and log blocks) with pyarrow, orders the records
-(:func:`pyhudi.services.clustering.ordering`) and writes them as new file groups cut at
+(:func:`pyhudi.actions.ordering.ordering`) and writes them as new file groups cut at
 ``hoodie.clustering.plan.strategy.target.file.max.bytes``. A larger group is read by Spark,
 range-partitioned into its planned number of files and sorted by Spark (:func:`ordered_by_spark`),
 which spills where one task's memory would not hold it. Either way each record keeps its commit
@@ -188,7 +188,7 @@ def ordered_by_spark(spark: SparkSession, table: HudiTable, groups: list[Cluster
     output files and sorted within them, for large groups: Spark's shuffle and sort spill to disk
     where one task's memory would not hold the group.
 
-    The order is :func:`pyhudi.services.clustering.ordering`'s: linear by the sort columns (nulls
+    The order is :func:`pyhudi.actions.ordering.ordering`'s: linear by the sort columns (nulls
     first), or along the curve of their dense ranks within the group (ranked by Spark windows),
     then by record key. Every file is read as ``file_schema`` (default: the latest table schema).
     """
