@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from pyhudi.cli.common import human, option_arg, table_text
+from pyhudi.cli.common import add_plan_commands, human, options_of, table_text
 from pyhudi.config import HudiConfig
 from pyhudi.plans.clustering import read_clustering_plan
 from pyhudi.services.clustering import schedule_clustering
@@ -18,19 +18,16 @@ from pyhudi.timeline.instant import REPLACE_COMMIT, State
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    clustering = sub.add_parser("clustering", help="schedule, run and list clustering plans")
-    action = clustering.add_subparsers(dest="what", required=True)
-    for name, helptext in (("show", "clustering plans, or the groups of one (--instant)"),
-                           ("schedule", "write a clustering plan of the small file slices"),
-                           ("run", "run a pending plan (--instant), or all of them (needs Spark)")):
-        p = action.add_parser(name, help=helptext)
-        p.add_argument("--path", required=True, help="table base path")
-        if name != "schedule":
-            p.add_argument("--instant", default=None)
-        option_arg(p, example="hoodie.clustering.plan.strategy.sort.columns=drone_id,ts")
+    """The ``clustering`` sub-command and its actions."""
+    add_plan_commands(sub, "clustering", "schedule, run and list clustering plans", (
+        ("show", "clustering plans, or the groups of one (--instant)"),
+        ("schedule", "write a clustering plan of the small file slices"),
+        ("run", "run a pending plan (--instant), or all of them (needs Spark)")),
+        example="hoodie.clustering.plan.strategy.sort.columns=drone_id,ts")
 
 
-def clustering_command(table: HudiTable, args: argparse.Namespace, options: dict[str, str]) -> str:
+def clustering_command(table: HudiTable, args: argparse.Namespace) -> str:
+    options = options_of(args)
     if args.what == "show":
         return show_clusterings(table, args.instant)
     if args.what == "schedule":

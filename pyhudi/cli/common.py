@@ -43,6 +43,20 @@ def option_arg(p: argparse.ArgumentParser, *, example: str = "hoodie.clean.commi
                    help=f"a hoodie.* option, e.g. {example}")
 
 
+def add_plan_commands(sub: argparse._SubParsersAction, name: str, helptext: str,
+                      actions: Sequence[tuple[str, str]], *, example: str) -> None:
+    """A table service's ``show|schedule|run`` sub-commands (compaction, clustering): each takes
+    ``--path`` and ``--option``; all but ``schedule`` take ``--instant``."""
+    service = sub.add_parser(name, help=helptext)
+    action = service.add_subparsers(dest="what", required=True)
+    for what, what_help in actions:
+        p = action.add_parser(what, help=what_help)
+        p.add_argument("--path", required=True, help="table base path")
+        if what != "schedule":
+            p.add_argument("--instant", default=None)
+        option_arg(p, example=example)
+
+
 def options_of(args: argparse.Namespace) -> dict[str, str]:
     """The ``--option`` arguments as a dict (none when the command takes none)."""
     options = {}

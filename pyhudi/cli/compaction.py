@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pyhudi.cli.common import human, option_arg, options_of, table_text
+from pyhudi.cli.common import add_plan_commands, human, options_of, table_text
 from pyhudi.config import HudiConfig
 from pyhudi.plans.compaction import read_plan
 from pyhudi.services.compaction import schedule_compaction
@@ -15,16 +15,11 @@ from pyhudi.timeline.instant import COMPACTION, State
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """The ``compaction`` sub-command and its actions."""
-    compaction = sub.add_parser("compaction", help="schedule, run and list compactions (merge-on-read)")
-    action = compaction.add_subparsers(dest="what", required=True)
-    for name, helptext in (("show", "compaction plans, or the file slices of one (--instant)"),
-                           ("schedule", "write a compaction plan of every file slice with log files"),
-                           ("run", "run a pending plan (--instant), or all of them (needs Spark)")):
-        p = action.add_parser(name, help=helptext)
-        p.add_argument("--path", required=True, help="table base path")
-        if name != "schedule":
-            p.add_argument("--instant", default=None)
-        option_arg(p, example="hoodie.compaction.target.io=1024")
+    add_plan_commands(sub, "compaction", "schedule, run and list compactions (merge-on-read)", (
+        ("show", "compaction plans, or the file slices of one (--instant)"),
+        ("schedule", "write a compaction plan of every file slice with log files"),
+        ("run", "run a pending plan (--instant), or all of them (needs Spark)")),
+        example="hoodie.compaction.target.io=1024")
 
 
 def show_compactions(table: HudiTable, instant: str | None) -> str:

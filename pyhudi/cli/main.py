@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pyhudi.cli.clustering import add_parser as add_clustering_parser
 from pyhudi.cli.clustering import clustering_command
 from pyhudi.cli.commits import show_commit, show_commits, show_file_groups, show_properties
-from pyhudi.cli.common import options_of
 from pyhudi.cli.compaction import add_parser as add_compaction_parser
 from pyhudi.cli.compaction import compaction_command
 from pyhudi.cli.metadata import show_metadata, validate, validate_text
@@ -75,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compaction":
             print(compaction_command(table, args))
         elif args.command == "clustering":
-            print(clustering_command(table, args, options_of(args)))
+            print(clustering_command(table, args))
         elif args.command in SERVICE_COMMANDS:
             print(service_command(table, args))
         elif args.what == "commits":

@@ -44,7 +44,7 @@ from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.concurrency import Concurrency
-from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts, touched_file_groups
+from pyhudi.transaction.conflict import CONFLICT_CHECK_KEY, TimelineSnapshot, find_conflicts
 from pyhudi.transaction.heartbeat import Heartbeat, heartbeat_age, live_instants
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.markers import list_markers
@@ -163,9 +163,8 @@ class WriteTransaction:
         self._refuse_clustered_groups(timeline, meta)
         if not conc.optimistic:
             return
-        mine = touched_file_groups(meta)
-        replaced = {(p, f) for p, ids in (meta.partition_to_replace_file_ids or {}).items() for f in ids}
-        check = find_conflicts(timeline, self.start, self.instant, mine, replaced=replaced, by_bucket=conc.by_bucket)
+        check = find_conflicts(timeline, self.start, self.instant, meta.touched_file_groups(),
+                               replaced=meta.replaced_file_groups(), by_bucket=conc.by_bucket)
         if check.conflicts:
             try:
                 self.abort()
@@ -184,15 +183,13 @@ class WriteTransaction:
         one a pending clustering rewrites. The write checked the pending plans before writing
         (:func:`pyhudi.services.clustering.guard_updates`, from :mod:`pyhudi.spark.planned_write`);
         plans made since are checked here. Such a write is rolled back."""
-
         clustered = {} if allows_updates(self.cfg) else clustering_file_groups(timeline)
         assert self.start is not None
         for inst in timeline.completed_writes():  # completed since this write started: its groups are gone
             if inst.action == REPLACE_COMMIT and inst.timestamp not in self.start.completed \
                     and timeline.is_clustering(inst):
-                replaced = timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
-                clustered.update({(p, f): inst.timestamp for p, ids in replaced.items() for f in ids})
-        hit = sorted(touched_file_groups(meta) & set(clustered)) if clustered else []
+                clustered.update(dict.fromkeys(timeline.commit_metadata(inst).replaced_file_groups(), inst.timestamp))
+        hit = sorted(meta.touched_file_groups() & set(clustered)) if clustered else []
         if not hit:
             return
         try:

@@ -99,13 +99,14 @@ class CommitMetadata:
     def total(self, name: str) -> int:
         return sum(int(getattr(s, name) or 0) for s in self.write_stats())
 
+    def replaced_file_groups(self) -> set[tuple[str, str]]:
+        """(partition, file id) of every file group a replace commit retired."""
+        return {(p, fid) for p, ids in (self.partition_to_replace_file_ids or {}).items() for fid in ids}
+
     def touched_file_groups(self) -> set[tuple[str, str]]:
         """(partition, file id) of every file group the commit wrote or replaced: what conflict
         checks (writers, clustering plans) compare."""
-        out = {(s.partitionPath, s.fileId) for s in self.write_stats() if s.fileId}
-        for partition, ids in (self.partition_to_replace_file_ids or {}).items():
-            out.update((partition, fid) for fid in ids)
-        return out
+        return {(s.partitionPath, s.fileId) for s in self.write_stats() if s.fileId} | self.replaced_file_groups()
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyhudi.plans.compaction import pending_compactions, read_plan
-from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.timeline import Timeline
 
 #: extraMetadata key under which a commit records the conflict check it passed
@@ -50,11 +49,6 @@ class Conflict:
         shown = ", ".join(f"{p or '<root>'}/{f}" for p, f in self.file_groups[:5])
         more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
         return f"{self.action} {self.instant} (file groups {shown}{more})"
-
-
-def touched_file_groups(meta: CommitMetadata) -> set[tuple[str, str]]:
-    """(partition, file id) of every file group a commit wrote or replaced."""
-    return meta.touched_file_groups()
 
 
 def _bucket(file_id: str) -> str:
@@ -99,7 +93,7 @@ def find_conflicts(timeline: Timeline, start: TimelineSnapshot, instant: str, mi
             # planned before this write started: its log blocks went to the compaction's new slice
             candidates.append(other.timestamp)
             continue
-        check(other.timestamp, other.action, touched_file_groups(meta), my_keys)
+        check(other.timestamp, other.action, meta.touched_file_groups(), my_keys)
     replaced_keys = {key(g): g for g in replaced}
     for plan in pending_compactions(timeline):
         planned = {(op.partition_path, op.file_id) for op in read_plan(timeline, plan.timestamp).operations}
