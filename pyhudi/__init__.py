@@ -112,7 +112,7 @@ def commit_stream(spark: SparkSession, path: str, options: dict[str, Any] | None
 def schedule_clustering(path: str, options: dict[str, Any] | None = None) -> str | None:
     """Schedule a clustering of the small file slices of ``path`` (no Spark needed); its instant, or
     None when nothing is worth clustering (:mod:`pyhudi.services.clustering`)."""
-    return _schedule_clustering(HudiTable(path), HudiConfig.of(options))
+    return _schedule_clustering(HudiTable(path, storage_options=options), HudiConfig.of(options))
 
 
 def cluster(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
@@ -130,7 +130,7 @@ def schedule_compaction(path: str, options: dict[str, Any] | None = None) -> str
 
     Returns the compaction instant, or None when no file slice has log files to compact.
     """
-    return _schedule_compaction(HudiTable(path), HudiConfig.of(options))
+    return _schedule_compaction(HudiTable(path, storage_options=options), HudiConfig.of(options))
 
 
 def compact(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *,
@@ -147,12 +147,12 @@ def clean(path: str, options: dict[str, Any] | None = None) -> list[Any]:
 
     The policy comes from ``options`` (``hoodie.clean.policy``, ``hoodie.clean.commits.retained``...).
     """
-    return _clean(HudiTable(path), HudiConfig.of(options), force=True)
+    return _clean(HudiTable(path, storage_options=options), HudiConfig.of(options), force=True)
 
 
 def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
     """Archive instants of the table at ``path`` beyond ``hoodie.keep.max.commits``; returns their times."""
-    return _archive(HudiTable(path), HudiConfig.of(options))
+    return _archive(HudiTable(path, storage_options=options), HudiConfig.of(options))
 
 
 def create_savepoint(path: str, instant: str | None = None, *, user: str | None = None, comments: str = "",
@@ -161,20 +161,21 @@ def create_savepoint(path: str, instant: str | None = None, *, user: str | None 
 
     ``options`` carry the lock settings the table's writers use (``hoodie.write.lock.*``).
     """
-    return _create_savepoint(HudiTable(path), instant, user=user, comments=comments, cfg=HudiConfig.of(options))
+    return _create_savepoint(HudiTable(path, storage_options=options), instant, user=user, comments=comments,
+                             cfg=HudiConfig.of(options))
 
 
 def delete_savepoint(path: str, instant: str, *, options: dict[str, Any] | None = None) -> None:
-    _delete_savepoint(HudiTable(path), instant, cfg=HudiConfig.of(options))
+    _delete_savepoint(HudiTable(path, storage_options=options), instant, cfg=HudiConfig.of(options))
 
 
-def list_savepoints(path: str) -> list[Any]:
-    return _list_savepoints(HudiTable(path).timeline)
+def list_savepoints(path: str, *, options: dict[str, Any] | None = None) -> list[Any]:
+    return _list_savepoints(HudiTable(path, storage_options=options).timeline)
 
 
 def restore(path: str, savepoint: str, *, options: dict[str, Any] | None = None) -> Any:
     """Return the table to a savepoint, rolling back every later instant (refused while a write runs)."""
-    return _restore(HudiTable(path), savepoint, cfg=HudiConfig.of(options))
+    return _restore(HudiTable(path, storage_options=options), savepoint, cfg=HudiConfig.of(options))
 
 
 def register(spark: SparkSession) -> None:
@@ -189,7 +190,7 @@ def register(spark: SparkSession) -> None:
 
 def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] | None = None) -> str:
     """Roll back the latest completed commit (``instant``, if given, must be it; refused while a write runs)."""
-    return _rollback_commit(HudiTable(path), instant, cfg=HudiConfig.of(options))
+    return _rollback_commit(HudiTable(path, storage_options=options), instant, cfg=HudiConfig.of(options))
 
 
 __all__ = [

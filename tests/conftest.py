@@ -85,3 +85,33 @@ def kill_writer_on_failure(monkeypatch) -> None:
             os.utime(txn.table.storage.full(heartbeat_path(txn.instant)), (0, 0))
 
     monkeypatch.setattr("pyhudi.spark.writer._abort_quietly", died)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """moto's S3 server on 127.0.0.1, started for this test session (tests/s3server.py)."""
+    pytest.importorskip("moto.server")
+    from s3server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("moto") / "requests.log")
+    yield server
+    server.stop()
+
+
+_BUCKETS = iter(range(1, 1_000_000))
+
+
+@pytest.fixture
+def s3_spark(spark, s3_server):
+    """The session SparkSession with the S3 server in its Hadoop configuration, as a user sets
+    ``spark.hadoop.fs.s3a.*`` (Spark here has no hadoop-aws jar: pyhudi reads through pyarrow)."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3_server.hadoop_conf.items():
+        conf.set(key, value)
+    return spark
+
+
+@pytest.fixture
+def s3_bucket(s3_server) -> str:
+    """A fresh, empty bucket on the S3 server."""
+    return s3_server.make_bucket(f"pyhudi-test-{next(_BUCKETS)}-{os.getpid()}")

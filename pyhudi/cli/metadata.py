@@ -46,7 +46,7 @@ class Validation:
 
 def metadata_table(table: HudiTable) -> HudiTable:
     try:
-        return HudiTable(table.storage.uri(METADATA_FOLDER))
+        return HudiTable(table.storage.child(METADATA_FOLDER))
     except HudiTableNotFoundError:
         raise HudiTableNotFoundError(f"{table.path} has no metadata table ({METADATA_FOLDER})") from None
 

@@ -94,7 +94,7 @@ def partition_records(mdt: MetadataWriter, storage: Storage, action: str, conten
 def indexed_columns(storage: Storage) -> list[str]:
     """The top-level columns the column-stats partition indexes: every column of the table
     schema, meta fields included (Hudi's default without a column list)."""
-    schema = HudiTable(storage.base_uri).avro_schema()
+    schema = HudiTable(storage).avro_schema()
     fields = [f["name"] for f in json.loads(schema).get("fields", [])] if schema else []
     return [*(m for m in META_FIELDS if m not in fields), *fields]
 
@@ -169,7 +169,7 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
 
 def _local_builder(storage: Storage, groups: int) -> Builder:
     """Rebuilds the record index in this process with the file-group count it had."""
-    return build_locally(HudiTable(storage.base_uri), Sizing(min_count=groups, max_count=groups))
+    return build_locally(HudiTable(storage), Sizing(min_count=groups, max_count=groups))
 
 
 def _set_partitions(storage: Storage, value: str | None) -> None:

@@ -116,7 +116,7 @@ class MetadataWriter(MetadataTable):
             done = [i.timestamp for i in data_timeline.completed()]
             instant = (max(done) if done else INIT_INSTANT_PREFIX) + INIT_SUFFIX
         name = data_props.get(P.NAME, "table")
-        HudiTable.create(self.storage.base_uri, {
+        HudiTable.create(self.storage, {
             P.NAME: f"{name}_metadata", P.TYPE: P.MERGE_ON_READ, P.VERSION: "6", P.LAYOUT_VERSION: "1",
             P.RECORD_KEY_FIELDS: "key", P.BASE_FILE_FORMAT: "HFILE", P.PAYLOAD_CLASS: PAYLOAD_CLASS,
             P.KEYGEN_CLASS: KEYGEN_CLASS, P.POPULATE_META_FIELDS: "false", P.ARCHIVE_FOLDER: "archived",
@@ -268,7 +268,7 @@ class MetadataWriter(MetadataTable):
         its delta commits and compactions (whose data instants never completed) are undone."""
         finish_pending_rollbacks(self.storage, tl, complete=complete_plainly)
         for inst in tl.pending([CLEAN]):
-            run_clean(HudiTable(self.storage.base_uri), inst.timestamp, complete=complete_plainly)
+            run_clean(HudiTable(self.storage), inst.timestamp, complete=complete_plainly)
         tl.reload()
         for inst in tl.pending([DELTA_COMMIT, COMPACTION]):
             if inst.timestamp != keep:
@@ -362,7 +362,7 @@ class MetadataWriter(MetadataTable):
                 doomed[partition] = tuple(sorted(old))
         if not doomed:
             return
-        mdt = HudiTable(self.storage.base_uri)
+        mdt = HudiTable(self.storage)
         plan = CleanPlan("KEEP_LATEST_FILE_VERSIONS", None, bases[-1], doomed)
         mdt.timeline.create_requested(instant, CLEAN, write_record(CLEANER_PLAN, plan.to_avro(mdt)))
         run_clean(mdt, instant, complete=complete_plainly)

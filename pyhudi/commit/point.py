@@ -97,7 +97,7 @@ class CommitPoint:
         """The table lock :meth:`finish` takes, made on first use: actions that only
         :meth:`complete` run under a lock their caller holds."""
         if self._lock is None:
-            self._lock = TableLock(self.table.path, self.cfg)
+            self._lock = TableLock(self.table.storage, self.cfg)
         return self._lock
 
     def add_hook(self, hook: PostCommit) -> None:

@@ -112,9 +112,8 @@ def read_key_range(storage: Storage, rel_path: str) -> tuple[str | None, str | N
     return _footer_range(_read_footer(storage, rel_path))
 
 
-def key_ranges(batches: Iterable[pa.RecordBatch], base_uri: str) -> Iterator[pa.RecordBatch]:
+def key_ranges(batches: Iterable[pa.RecordBatch], storage: Storage) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body: for rows (partition_path, file_id, path), the footer key range of each file."""
-    storage = Storage(base_uri)
     for batch in batches:
         rows = batch.to_pylist()
         if not rows:
@@ -246,7 +245,7 @@ def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: t
     return FileCheck(maybe.filter(pc.is_in(maybe, value_set=stored)), len(keys), len(maybe))
 
 
-def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str,
+def check_file_candidates(batches: Iterable[pa.RecordBatch], storage: Storage,
                           blooms: Sequence[MdtSlice] = ()) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` body of the bloom check: candidate pairs grouped by file, matches and stats
     out. ``blooms``: the file groups of the metadata table's bloom_filters partition, which then
@@ -255,7 +254,6 @@ def check_file_candidates(batches: Iterable[pa.RecordBatch], base_uri: str,
     if not tables:
         return
     rows = pa.concat_tables(tables)
-    storage = Storage(base_uri)
     paths = rows.column(PATH).combine_chunks().dictionary_encode()
     codes = paths.indices.to_numpy(zero_copy_only=False)
     keys = rows.column(KEY).combine_chunks()

@@ -248,7 +248,8 @@ class BaseFileWriter:
             if self._writer is not None:
                 self._writer.close()
         finally:
-            self._sink.close()
+            # an object-store upload offers abort(): nothing of the failed file reaches the store
+            getattr(self._sink, "abort", self._sink.close)()
 
 
 def write_base_file(storage: Storage, rel_path: str, table: pa.Table, settings: ParquetSettings) -> WrittenFile:

@@ -78,7 +78,7 @@ class MetadataTable:
 
     def __init__(self, data_storage: Storage) -> None:
         self.data_storage = data_storage
-        self.storage = Storage(data_storage.uri(METADATA_FOLDER))
+        self.storage = data_storage.child(METADATA_FOLDER)
         self._timeline: Timeline | None = None
 
     # -- state ---------------------------------------------------------------------------------

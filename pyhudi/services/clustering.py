@@ -78,7 +78,7 @@ def guard_updates(table: HudiTable, cfg: HudiConfig, instant: str, updated: set[
         return
     policy = HeartbeatPolicy.of(cfg)
     undone = []
-    with TableLock(table.path, cfg).held():
+    with TableLock(table.storage, cfg).held():
         timeline = table.timeline.reload()
         for inst, _plan in pending_clusterings(timeline):
             if inst.timestamp not in plans:
@@ -170,7 +170,7 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         raise HudiConfigError(f"{C.CLUSTERING_SORT_COLUMNS.key}: "
                               + "; ".join(f"cannot sort by {c}: {why}" for c, why in problems)
                               + f" (the table's columns: {', '.join(schema.names)})")
-    with TableLock(table.path, cfg).held():
+    with TableLock(table.storage, cfg).held():
         timeline = table.timeline.reload()
         busy = set(pending_file_groups(timeline)) | set(clustering_file_groups(timeline))
         uncommitted = frozenset(rel for inst in timeline.pending_writes()

@@ -25,6 +25,7 @@ from pyhudi.errors import HudiClusteringError, HudiCompactionError, HudiError
 from pyhudi.plans.clustering import pending_clusterings
 from pyhudi.plans.compaction import pending_compactions
 from pyhudi.spark import clustering_job, compaction_job
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.table.table import HudiTable
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 
@@ -39,6 +40,7 @@ class BackgroundServices:
 
     def __init__(self, spark: SparkSession, path: str, options: Mapping[str, Any]) -> None:
         self.spark, self.path, self.options = spark, path, dict(options)
+        self.storage = table_storage(spark, path, options)
         self.queue: queue.Queue[tuple[str, str]] = queue.Queue()
         self.failure: tuple[str, str, BaseException] | None = None
         self.thread = threading.Thread(target=self._loop, name=f"pyhudi-services {path}", daemon=True)
@@ -68,9 +70,9 @@ class BackgroundServices:
 
     def _run(self, kind: str, instant: str) -> None:
         if kind == COMPACTION:
-            compaction_job.run_compaction(self.spark, HudiTable(self.path), instant, self.options)
+            compaction_job.run_compaction(self.spark, HudiTable(self.storage), instant, self.options)
         else:
-            clustering_job.run_clustering(self.spark, HudiTable(self.path), instant, self.options)
+            clustering_job.run_clustering(self.spark, HudiTable(self.storage), instant, self.options)
 
     def _loop(self) -> None:
         while True:
@@ -92,7 +94,7 @@ class BackgroundServices:
         """Why a plan that raised is fine after all: done or undone by another process (a writer
         rolled a conflicting clustering back), or run by one now (the sink queues it again once
         that one's heartbeat expires)."""
-        table = HudiTable(self.path)
+        table = HudiTable(self.storage)
         timeline = table.timeline
         if timeline.is_completed(instant):
             return "another process completed it"

@@ -52,6 +52,7 @@ from pyhudi.services.clustering import clustering_due, schedule_clustering
 from pyhudi.spark.merged import drop_soft_deleted
 from pyhudi.spark.reader import slices_frame, spark_schema
 from pyhudi.spark.record_index_job import write_changes
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, LogFile
@@ -80,7 +81,7 @@ def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Execute the pending clustering plan ``instant_time`` and complete it; returns its figures."""
     cfg = HudiConfig.of(options)
-    lock = TableLock(table.path, cfg)
+    lock = TableLock(table.storage, cfg)
     policy = HeartbeatPolicy.of(cfg)
     started = time.monotonic()
     with lock.held():
@@ -112,7 +113,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         raise HudiClusteringError(f"{table.path} has no committed schema to cluster with")
     avro = table_avro_schema(file_schema, table.name, with_meta_fields=True)
     ctx = WriteContext(
-        base_uri=table.storage.base_uri, instant_time=instant_time,
+        storage=table.storage, instant_time=instant_time,
         settings=parquet_settings(cfg, avro, populate_meta_fields=table.config.populate_meta_fields),
         storage_schema_ipc=file_schema.serialize().to_pybytes(), precombine_field=None, keep_larger_ordering=False,
         max_file_size=cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES),
@@ -138,7 +139,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     by_spark = [g for g in groups if g.input_bytes > IN_TASK_GROUP_BYTES]
     rows = []
     if in_task:
-        rows += per_item(spark, table.storage.base_uri, in_task, file_schema, work, STATS_DDL).collect()
+        rows += per_item(spark, table.storage, in_task, file_schema, work, STATS_DDL).collect()
     if by_spark:
         log.info("clustering %s: %d of %d groups ordered by Spark (over %d MB each)", instant_time, len(by_spark),
                  len(groups), IN_TASK_GROUP_BYTES >> 20)
@@ -283,7 +284,7 @@ def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
 
     Returns the figures of each clustering completed; empty when nothing was worth clustering.
     """
-    table = HudiTable(path)
+    table = HudiTable(table_storage(spark, path, options))
     cfg = HudiConfig.of(options)
     if instant is not None:
         return [run_clustering(spark, table, instant, cfg.raw)]

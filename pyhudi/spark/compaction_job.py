@@ -25,6 +25,7 @@ from pyhudi.io.base_file import parquet_settings
 from pyhudi.plans.compaction import CompactionOperation, pending_compactions, read_plan
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.compaction import compaction_due, schedule_compaction
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.worker import per_item
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
@@ -50,7 +51,7 @@ def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                    options: Mapping[str, Any] | None = None) -> CommitMetadata:
     """Execute the pending compaction plan ``instant_time`` and complete it as a commit."""
     cfg = HudiConfig.of(options)
-    lock = TableLock(table.path, cfg)
+    lock = TableLock(table.storage, cfg)
     policy = HeartbeatPolicy.of(cfg)
     with lock.held():
         timeline = table.timeline.reload()
@@ -90,7 +91,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
         yield stats_batch(compact_slice(storage, op, schema, settings, spec, visibility, instant_time,
                                         current_task().token))
 
-    stats = per_item(spark, table.storage.base_uri, ops, file_schema, work, STATS_DDL) if ops else None
+    stats = per_item(spark, table.storage, ops, file_schema, work, STATS_DDL) if ops else None
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []
     meta = commit_metadata(rows, operation_type="COMPACT", schema_json=schema_json or "")
     meta.compacted = True
@@ -135,7 +136,7 @@ def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = 
 
     Returns the compaction instants completed; empty when no file slice has log files.
     """
-    table = HudiTable(path)
+    table = HudiTable(table_storage(spark, path, options))
     cfg = HudiConfig.of(options)
     if instant is not None:
         run_compaction(spark, table, instant, cfg.raw)

@@ -68,7 +68,8 @@ class HudiDataSource(DataSource):
         return str(path)
 
     def schema(self) -> StructType:
-        schema = HudiTable(self._path()).arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
+        table = HudiTable(self._path(), storage_options=self.options)
+        schema = table.arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
         if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
             return StructType([StructField(n, StringType()) for n in META_FIELDS])
         converted = spark_type(pa.struct(list(schema)))
@@ -80,7 +81,7 @@ class HudiDataSource(DataSource):
         return HudiReader(self._path(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
-        if HudiTable(self._path()).arrow_schema() is None:
+        if HudiTable(self._path(), storage_options=self.options).arrow_schema() is None:
             raise HudiConfigError(f"{self._path()} has no completed write yet, so its stream has no schema: start "
                                   "the stream after the table's first commit")
         return HudiStreamReader(self._path(), dict(self.options), schema)
@@ -104,7 +105,7 @@ class HudiReader(DataSourceReader):
         return filters
 
     def partitions(self) -> Sequence[InputPartition]:
-        table = HudiTable(self.path)
+        table = HudiTable(self.path, storage_options=self.options)
         cfg = HudiConfig.of(self.options)
         pred = _all(self.predicates)
         partitions = None
@@ -124,7 +125,7 @@ class HudiReader(DataSourceReader):
         merges = files.merged and any(s.log_files for s in slices)  # the payload matters only then
         spec = MergeSpec.of(table.config.precombine_field,
                             (table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)) if merges else None)
-        shared = (table.storage.base_uri, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
+        shared = (table.storage, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
                   files.view.visibility(), files.commit_filter, self.schema_json)
         pieces = [s.to_read() if files.merged else dataclasses.replace(s.to_read(), log_files=()) for s in slices]
         return [InputPartition((piece, *shared)) for piece in pieces] or [InputPartition(None)]
@@ -132,8 +133,8 @@ class HudiReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:  # an empty query still needs one partition
             return
-        piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json = partition.value
-        yield from read_partition(piece, base_uri, schema_ipc, spec, visibility, commit_filter, schema_json)
+        piece, storage, schema_ipc, spec, visibility, commit_filter, schema_json = partition.value
+        yield from read_partition(piece, storage, schema_ipc, spec, visibility, commit_filter, schema_json)
 
 
 class HudiStreamReader(DataSourceStreamReader):
@@ -154,7 +155,7 @@ class HudiStreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
         start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
-        return {"instant": start_offset(HudiTable(self.path), start)}
+        return {"instant": start_offset(HudiTable(self.path, storage_options=self.options), start)}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802 (Spark's name)
         """The latest completed write, never below the batch's start (Spark 4.2+ passes it) or an
@@ -164,7 +165,7 @@ class HudiStreamReader(DataSourceStreamReader):
         configured = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
         if configured not in ("earliest", "latest"):
             floor = max(floor, configured)
-        return {"instant": max(latest_offset(HudiTable(self.path)), floor)}
+        return {"instant": max(latest_offset(HudiTable(self.path, storage_options=self.options)), floor)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if end["instant"] <= start["instant"]:
@@ -182,11 +183,11 @@ class HudiStreamReader(DataSourceStreamReader):
         """Nothing to release: the table keeps every commit the stream may still read."""
 
 
-def read_partition(piece: SliceToRead, base_uri: str, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,
+def read_partition(piece: SliceToRead, storage: Storage, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,
                    commit_filter: tuple[str, str] | None, schema_json: str) -> Iterator[pa.RecordBatch]:
     """One file slice merged, in the query's columns, as Arrow batches."""
     file_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-    rows, _counts, _scan = read_slice(Storage(base_uri), piece, file_schema, spec, visibility)
+    rows, _counts, _scan = read_slice(storage, piece, file_schema, spec, visibility)
     if commit_filter is not None:
         begin, end = commit_filter
         times = rows.column("_hoodie_commit_time")

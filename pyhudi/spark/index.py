@@ -32,6 +32,7 @@ from pyhudi.metadata.table import MetadataTable, usable_partitions
 from pyhudi.read.merge import MergeSpec, key_columns
 from pyhudi.spark.merged import merged_keys
 from pyhudi.spark.worker import map_in_arrow
+from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
 from pyhudi.write.columns import FILE_ID
@@ -136,7 +137,7 @@ def _with_merged_keys(spark: SparkSession, table: HudiTable, view: FileSystemVie
     schema = key_read_schema(table, spec)
     if schema is None:
         return existing
-    merged = merged_keys(spark, table.storage.base_uri, [s.to_read() for s in logged], schema,
+    merged = merged_keys(spark, table.storage, [s.to_read() for s in logged], schema,
                          spec or MergeSpec(None), view.visibility(), names=(EXISTING_RK, EXISTING_PP, FILE_ID))
     return merged if existing is None else existing.unionByName(merged)
 
@@ -155,15 +156,16 @@ def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] |
     return Lookup(_with_merged_keys(spark, table, view, existing, logged, spec), stats)
 
 
-def key_ranges(spark: SparkSession, base_uri: str, files: list[BaseFile]) -> list[B.FileRange]:
+def key_ranges(spark: SparkSession, storage: Storage, files: list[BaseFile]) -> list[B.FileRange]:
     """Footer key range of every file: remembered ones from memory, the others read in executors."""
+    base_uri = storage.base_uri
     known = {b.path: B.known_range(base_uri, b.path) for b in files}
     missing = [b for b in files if known[b.path] is None]
     if missing:  # one footer per file, read where the data is; only the ranges come back
         # a local relation is already split over the default parallelism: no shuffle needed
         listing = spark.createDataFrame([(b.partition_path, b.file_id, b.path) for b in missing],
                                         "partition_path string, file_id string, path string")
-        read = map_in_arrow(listing, lambda it: B.key_ranges(it, base_uri), B.RANGE_DDL).collect()
+        read = map_in_arrow(listing, lambda it: B.key_ranges(it, storage), B.RANGE_DDL).collect()
         B.remember_ranges(base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in read])
         known.update({r["path"]: (r["min_key"], r["max_key"]) for r in read})
     out = []
@@ -207,13 +209,13 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files) + len(logged))
     if not files:
         return Lookup(_with_merged_keys(spark, table, view, None, logged, spec), stats)
-    base_uri = table.storage.base_uri
+    storage = table.storage
     parallelism = spark.sparkContext.defaultParallelism
     prune = cfg.get(C.BLOOM_PRUNE_BY_RANGES)
     if prune:
         if cfg.get(C.BLOOM_INDEX_USE_METADATA):
             stats.phases["key_ranges_from_metadata_table"] = ranges_from_metadata(table, files)
-        ranges = key_ranges(spark, base_uri, files)
+        ranges = key_ranges(spark, table.storage, files)
     else:
         ranges = [B.FileRange(b.partition_path, b.file_id, b.path) for b in files]
     stats.phases["key_ranges_s"] = round(time.monotonic() - started, 3)
@@ -231,7 +233,7 @@ def bloom_lookup(spark: SparkSession, table: HudiTable, keyed: DataFrame, partit
     blooms = bloom_filter_slices(table) if cfg.get(C.BLOOM_INDEX_USE_METADATA) else ()
     if blooms:
         stats.phases["bloom_filters_from_metadata_table"] = len(blooms)
-    checked = map_in_arrow(pairs.repartition(n, B.PATH), lambda it: B.check_file_candidates(it, base_uri, blooms),
+    checked = map_in_arrow(pairs.repartition(n, B.PATH), lambda it: B.check_file_candidates(it, storage, blooms),
                            B.CHECK_DDL)
     checked = checked.persist()
     existing = checked.where(~F.col("is_stat")).select(

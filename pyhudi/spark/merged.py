@@ -37,7 +37,7 @@ from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
 
 
-def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead], read_schema: pa.Schema,
+def _merge_slices(spark: SparkSession, storage: Storage, slices: list[SliceToRead], read_schema: pa.Schema,
                   spec: MergeSpec, visibility: Visibility, out: pa.Schema, out_ddl: T.StructType | str,
                   emit: Callable[[SliceToRead, pa.Table], pa.Table]) -> DataFrame:
     """Merge each slice in an executor (``read_schema`` columns) and return ``emit``'s rows of it."""
@@ -46,18 +46,18 @@ def _merge_slices(spark: SparkSession, base_uri: str, slices: list[SliceToRead],
         if merged.num_rows:
             yield from emit(piece, merged).cast(out).to_batches()
 
-    return per_item(spark, base_uri, slices, read_schema, work, out_ddl)
+    return per_item(spark, storage, slices, read_schema, work, out_ddl)
 
 
-def read_merged(spark: SparkSession, base_uri: str, slices: list[SliceToRead], file_schema: pa.Schema,
+def read_merged(spark: SparkSession, storage: Storage, slices: list[SliceToRead], file_schema: pa.Schema,
                 out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
     """The merged records of ``slices`` as a DataFrame of ``out_schema``."""
     target = arrow_schema(out_schema)
-    return _merge_slices(spark, base_uri, slices, file_schema, spec, visibility, target, out_schema,
+    return _merge_slices(spark, storage, slices, file_schema, spec, visibility, target, out_schema,
                          lambda _piece, merged: align(merged, target))
 
 
-def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], key_schema: pa.Schema,
+def merged_keys(spark: SparkSession, storage: Storage, slices: list[SliceToRead], key_schema: pa.Schema,
                 spec: MergeSpec, visibility: Visibility, *, names: tuple[str, str, str]) -> DataFrame:
     """(record key, partition path, file id) of every record alive in ``slices`` after merging.
 
@@ -73,7 +73,7 @@ def merged_keys(spark: SparkSession, base_uri: str, slices: list[SliceToRead], k
                                      pa.array([piece.file_id] * merged.num_rows, pa.string())], schema=out)
 
     ddl = f"{key_col} string, {part_col} string, {fid_col} string"
-    return _merge_slices(spark, base_uri, slices, key_schema, spec, visibility, out, ddl, keys)
+    return _merge_slices(spark, storage, slices, key_schema, spec, visibility, out, ddl, keys)
 
 
 #: The base file each base-file row comes from (``<file id>_<token>_<instant>.parquet``); read only
@@ -142,7 +142,7 @@ def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | 
     return pa.Table.from_arrays(columns, schema=out)
 
 
-def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], base_sizes: list[int | None],
+def _log_side(spark: SparkSession, storage: Storage, slices: list[SliceToRead], base_sizes: list[int | None],
               file_schema: pa.Schema, out_schema: T.StructType, spec: MergeSpec, visibility: Visibility) -> DataFrame:
     """Per slice, :func:`log_state` of its logs as log-side rows, computed once per DataFrame
     (``base_sizes``: the size of each slice's base file).
@@ -158,7 +158,6 @@ def _log_side(spark: SparkSession, base_uri: str, slices: list[SliceToRead], bas
     pieces = list(zip(slices, base_sizes))
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
         schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
         for batch in batches:
             for i in batch.column(0).to_pylist():
@@ -292,7 +291,7 @@ def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> DataFrame:
     return found
 
 
-def merge_with_logs(spark: SparkSession, base: DataFrame | None, base_uri: str, slices: list[SliceToRead],
+def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storage, slices: list[SliceToRead],
                     base_sizes: list[int | None], file_schema: pa.Schema, out_schema: T.StructType,
                     spec: MergeSpec, visibility: Visibility, *, log_bytes: int,
                     snapshot: Hashable | None = None) -> DataFrame:
@@ -318,7 +317,7 @@ def merge_with_logs(spark: SparkSession, base: DataFrame | None, base_uri: str, 
     names = out_schema.fieldNames()
 
     def make() -> DataFrame:
-        return _log_side(spark, base_uri, slices, base_sizes, file_schema, out_schema, spec, visibility)
+        return _log_side(spark, storage, slices, base_sizes, file_schema, out_schema, spec, visibility)
 
     if snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES:
         logs = _kept_log_side((id(spark), snapshot, file_schema, out_schema.json(), spec), make)

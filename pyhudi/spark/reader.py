@@ -34,6 +34,7 @@ from pyhudi.spark import evolution
 from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.incremental import plan_incremental
 from pyhudi.table.table import HudiTable
@@ -111,7 +112,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     of one record key reads the one file whose key range holds it.
     """
     cfg = HudiConfig.of(options)
-    table = HudiTable(path)
+    table = HudiTable(table_storage(spark, path, options))
     table.config.check_data_table(merges=False)
     as_of = schema_instant(cfg)
     arrow = table.arrow_schema(as_of=as_of)
@@ -189,9 +190,9 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     file_schema = table.arrow_schema(as_of=as_of)
     assert file_schema is not None
     pieces = [s.to_read() for s in logged]
-    base_uri = table.storage.base_uri
+    storage = table.storage
     if not table.config.populate_meta_fields:  # no stored record keys to join on
-        return read_merged(spark, base_uri, pieces, file_schema, schema, spec, visibility)
+        return read_merged(spark, storage, pieces, file_schema, schema, spec, visibility)
     if bases is None:
         bases = [s.base_file for s in logged if s.base_file is not None]
     sizes = [s.base_file.size if s.base_file is not None else None for s in logged]
@@ -201,9 +202,9 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     names = len(set(known)) < len(known) or any(n <= 0 for n in known)
     base = _read_files(spark, table, bases, schema, file_ids=True, names=names, as_of=as_of) if bases else None
     log_bytes = sum(lf.size for s in logged for lf in s.log_files)
-    snapshot = (base_uri, visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
+    snapshot = (storage.uri(), visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                               tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
-    return merge_with_logs(spark, base, base_uri, pieces, sizes, file_schema, schema, spec, visibility,
+    return merge_with_logs(spark, base, storage, pieces, sizes, file_schema, schema, spec, visibility,
                            log_bytes=log_bytes, snapshot=snapshot)
 
 

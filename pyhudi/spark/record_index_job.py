@@ -91,14 +91,14 @@ def _with_group(df: DataFrame, groups: int, key_col: str | None = None) -> DataF
     return df.withColumn(R.GROUP, group_of(F.col(key_col)))
 
 
-def _per_item(spark: SparkSession, base_uri: str, items: list[T], key_schema: pa.Schema,
+def _per_item(spark: SparkSession, storage: Storage, items: list[T], key_schema: pa.Schema,
               emit: Callable[[Storage, T, pa.Schema], pa.Table], ddl: str) -> DataFrame:
     """The rows ``emit`` makes of each item (a data file slice or file group), in executors."""
-    return per_item(spark, base_uri, items, key_schema, lambda st, item, schema: emit(st, item, schema).to_batches(),
+    return per_item(spark, storage, items, key_schema, lambda st, item, schema: emit(st, item, schema).to_batches(),
                     ddl)
 
 
-def _per_group(located: DataFrame, count: int, base_uri: str,
+def _per_group(located: DataFrame, count: int, storage: Storage,
                write: Callable[[MetadataWriter, int, pa.Table], WriteStat]) -> list[WriteStat]:
     """Rows shuffled by record index file group (a few groups per task, as many tasks as cores),
     each group's rows (without the group column) handed to ``write``, which writes its file; the
@@ -108,7 +108,7 @@ def _per_group(located: DataFrame, count: int, base_uri: str,
         if rows is None:
             return
         groups = rows.column(R.GROUP).to_numpy()
-        mdt = MetadataWriter(Storage(base_uri))
+        mdt = MetadataWriter(storage)
         stats = [write(mdt, group, rows.filter(pa.array(groups == group)).drop_columns([R.GROUP]))
                  for group in np.unique(groups).tolist()]
         yield pa.RecordBatch.from_arrays([pa.array([json.dumps(dataclasses.asdict(s)) for s in stats])],
@@ -139,7 +139,7 @@ def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
     slices = index_slices(table)
     if slices is None:
         return None
-    base_uri = table.storage.base_uri
+    storage = table.storage
     by_group = {int(s.file_id.split("-")[-2]): s for s in slices}
     names = [EXISTING_RK, EXISTING_PP, FILE_ID, "found", "duplicates"]
 
@@ -150,7 +150,6 @@ def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
         groups = rows.column(R.GROUP).to_numpy()
         found: dict[str, tuple[str, str]] = {}
         repeated = 0
-        storage = Storage(base_uri)
         for group in np.unique(groups).tolist():
             keys = rows.column(RECORD_KEY).filter(pa.array(groups == group)).combine_chunks()
             unique = pc.unique(keys)
@@ -215,7 +214,7 @@ def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: lis
     if not changes:
         return []
     committed = view.visibility()
-    base_uri = table.storage.base_uri
+    storage = table.storage
     count = len(slices)
     bases = {int(s.file_id.split("-")[-2]): s.base_instant for s in slices}
     utc = table.config.utc_timeline
@@ -229,8 +228,8 @@ def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: lis
         return mdt.write_log_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group), bases[group],
                                    cells, deleted)
 
-    located = _per_item(spark, base_uri, changes, key_columns(schema, spec), locate, LOCATIONS_DDL)
-    return _per_group(located, count, base_uri, write)
+    located = _per_item(spark, storage, changes, key_columns(schema, spec), locate, LOCATIONS_DDL)
+    return _per_group(located, count, storage, write)
 
 
 # -- creation ----------------------------------------------------------------------------------------
@@ -249,13 +248,13 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
             return write_groups(mdt, instant, R.with_groups(R.empty_locations(), count), count,
                                   instant_ms=instant_ms)
         committed = view.visibility()
-        base_uri = table.storage.base_uri
+        storage = table.storage
 
         def locate(storage: Storage, piece: SliceToRead, key_schema: pa.Schema) -> pa.Table:
             found = R.slice_locations(storage, piece, key_schema, spec, committed)
             return found.select([R.KEY, R.LOCATION_PARTITION, R.LOCATION_FILE])
 
-        located = _per_item(spark, base_uri, pieces, key_columns(schema, spec), locate,
+        located = _per_item(spark, storage, pieces, key_columns(schema, spec), locate,
                             "key string, partition string, file_id string").persist()
         try:
             count = rule.groups(located.count())
@@ -264,7 +263,7 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
                 return mdt.write_base_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group),
                                             R.cells(rows, instant_ms))
 
-            written = _per_group(_with_group(located, count), count, base_uri, write)
+            written = _per_group(_with_group(located, count), count, storage, write)
         finally:
             located.unpersist()
         stats = {s.fileId: s for s in written}

@@ -86,7 +86,7 @@ class WriteState:
         settings = parquet_settings(cfg, table_avro_schema(file_schema, self.table.name, with_meta_fields=True),
                                     populate_meta_fields=cfg.get(C.POPULATE_META_FIELDS))
         return WriteContext(
-            base_uri=self.table.storage.base_uri, instant_time=self.instant, settings=settings,
+            storage=self.table.storage, instant_time=self.instant, settings=settings,
             storage_schema_ipc=file_schema.serialize().to_pybytes(),
             precombine_field=self.ordering_field,
             keep_larger_ordering=self.merge_spec().keep_larger_ordering,

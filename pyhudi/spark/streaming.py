@@ -54,8 +54,8 @@ from pyhudi.services.clustering import clustering_due, schedule_clustering
 from pyhudi.services.compaction import compaction_due, schedule_compaction
 from pyhudi.spark.background import CLUSTERING, COMPACTION, BackgroundServices
 from pyhudi.spark.reader import read
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.writer import write
-from pyhudi.storage import Storage
 from pyhudi.table.incremental import latest_offset, start_offset
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.checkpoint import SINK_CHECKPOINT_KEY, checkpoint_value, last_batch_id
@@ -93,6 +93,7 @@ class HudiStreamSink:
     def __init__(self, path: str, options: Mapping[str, Any] | None = None) -> None:
         self.path = path
         self.options = dict(options or {})
+        self.storage = table_storage(None, path, self.options)
         cfg = HudiConfig.of(self.options)
         self.identifier = cfg.get(C.STREAMING_CHECKPOINT_IDENTIFIER)
         self.attempts = cfg.get(C.STREAMING_RETRY_COUNT)
@@ -175,9 +176,9 @@ class HudiStreamSink:
 
     def committed_batch(self) -> int | None:
         """The newest batch id the table holds for this sink's identifier."""
-        if not HudiTable.exists(self.path):
+        if not HudiTable.exists(self.storage):
             return None
-        return last_batch_id(HudiTable(self.path).timeline, self.identifier)
+        return last_batch_id(HudiTable(self.storage).timeline, self.identifier)
 
     def services(self, spark: SparkSession) -> BackgroundServices:
         if self._services is None:
@@ -186,7 +187,7 @@ class HudiStreamSink:
 
     def _compact_async(self) -> str | None:
         """Compactions of a merge-on-read table, when ``hoodie.compact.inline.max.delta.commits`` is due."""
-        table = HudiTable(self.path)
+        table = HudiTable(self.storage)
         if table.table_type != P.MERGE_ON_READ:
             return None
         return self._queue(COMPACTION, table, [i.timestamp for i in pending_compactions(table.timeline)],
@@ -195,7 +196,7 @@ class HudiStreamSink:
     def _cluster_async(self) -> str | None:
         """Clusterings, once ``hoodie.clustering.async.max.commits`` commits completed since the last
         (a plan of ours that a conflict rolled back counts: the next waits as long again)."""
-        table = HudiTable(self.path)
+        table = HudiTable(self.storage)
         due = clustering_due(table.timeline, self.cfg, max_commits=self.cfg.get(C.CLUSTERING_ASYNC_MAX_COMMITS),
                              since=self._last_clustering)
         scheduled = self._queue(CLUSTERING, table, [i.timestamp for i, _ in pending_clusterings(table.timeline)],
@@ -263,7 +264,8 @@ class CommitStream:
                  checkpoint_location: str) -> None:
         self.spark, self.path = spark, path
         self.options = dict(options or {})
-        self.checkpoint = Storage(checkpoint_location)
+        self.storage = table_storage(spark, path, self.options)
+        self.checkpoint = table_storage(spark, checkpoint_location, self.options)
 
     def process_available(self, func: Callable[[DataFrame, int], None], *, max_batches: int | None = None) -> int:
         """Run batches until the stream has caught up with the table; returns how many ran."""
@@ -295,7 +297,7 @@ class CommitStream:
         if ids and not self.checkpoint.exists(f"commits/{ids[-1]}"):
             recorded = json.loads(self.checkpoint.read_bytes(f"offsets/{ids[-1]}"))
             return ids[-1], recorded["begin"], recorded["end"]
-        table = HudiTable(self.path)
+        table = HudiTable(self.storage)
         if ids:
             begin = json.loads(self.checkpoint.read_bytes(f"offsets/{ids[-1]}"))["end"]
         elif self.checkpoint.exists("start"):

@@ -96,7 +96,7 @@ def spread(spark: SparkSession, count: int) -> DataFrame:
     return spark.range(0, count, numPartitions=max(1, min(count, parallelism * 2)))
 
 
-def per_item(spark: SparkSession, base_uri: str, items: Sequence[Item], schema: pa.Schema,
+def per_item(spark: SparkSession, storage: Storage, items: Sequence[Item], schema: pa.Schema,
              work: Callable[[Storage, Item, pa.Schema], Iterable[pa.RecordBatch]],
              out: T.StructType | str) -> DataFrame:
     """The batches ``work`` makes of each of ``items`` (frozen plans: file slices, file groups,
@@ -106,7 +106,6 @@ def per_item(spark: SparkSession, base_uri: str, items: Sequence[Item], schema: 
     pieces = list(items)
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        storage = Storage(base_uri)
         read_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
         for batch in batches:
             for i in batch.column(0).to_pylist():

@@ -24,6 +24,7 @@ from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
 from pyhudi.services.archival import validate as validate_archival
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
+from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.write.replace import INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
 from pyhudi.write.result import OPERATION_TYPES
@@ -62,11 +63,12 @@ class WriteRequest:
     overwrite: bool
 
 
-def check_request(path: str, cfg: HudiConfig, mode: str) -> WriteRequest:
+def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     """The write's mode and operation checked, and its options against the table at ``path``."""
     if mode not in ("append", "overwrite"):
         raise HudiConfigError(f"mode must be 'append' or 'overwrite', got {mode!r}")
-    table = HudiTable(path) if HudiTable.exists(path) else None
+    path = storage.uri()
+    table = HudiTable(storage) if HudiTable.exists(storage) else None
     if table is not None:
         if table.config.version not in (5, 6):
             raise HudiUnsupportedError(

@@ -43,6 +43,7 @@ from pyhudi.spark.pipeline import Pipeline
 from pyhudi.spark.post_commit import register_services
 from pyhudi.spark.record_index_job import builder as record_index_builder
 from pyhudi.spark.record_index_job import keeps_record_index
+from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.write_options import (
     WriteRequest,
     check_features,
@@ -52,6 +53,7 @@ from pyhudi.spark.write_options import (
     new_table_properties,
     ordering_field,
 )
+from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
@@ -73,7 +75,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     ``hoodie.datasource.write.commitmeta.key.prefix`` says.
     """
     started = time.monotonic()
-    request = check_request(path, HudiConfig.of(options), mode)
+    storage = table_storage(df.sparkSession, path, options)
+    request = check_request(storage, HudiConfig.of(options), mode)
     operation, replace = request.operation, request.replace
     if replace == DELETE_PARTITION and request.table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
@@ -84,7 +87,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
-    table, schema_json = open_table(path, request, spec, target)
+    table, schema_json = open_table(storage, request, spec, target)
     to_delete = None
     if replace == DELETE_PARTITION and cfg.get(C.PARTITIONS_TO_DELETE):
         patterns = list(cfg.get(C.PARTITIONS_TO_DELETE))
@@ -164,7 +167,7 @@ def target_schema(request: WriteRequest, data: DataFrame) -> pa.Schema | None:
     return target
 
 
-def open_table(path: str, request: WriteRequest, spec: KeyGenSpec, target: pa.Schema) -> tuple[HudiTable, str]:
+def open_table(path: Storage, request: WriteRequest, spec: KeyGenSpec, target: pa.Schema) -> tuple[HudiTable, str]:
     """The table to write (created with the write's properties when there is none) and the Avro
     schema the commit records; refused while a restore is unfinished."""
     cfg, table = request.cfg, request.table
@@ -172,7 +175,7 @@ def open_table(path: str, request: WriteRequest, spec: KeyGenSpec, target: pa.Sc
     schema_json = table_avro_schema(target, table_name)
     if table is None:
         table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
-        log.info("created table %s at %s", table_name, path)
+        log.info("created table %s at %s", table_name, path.uri())
     unfinished = pending_restore(table)
     if unfinished is not None:
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it "

@@ -1,21 +1,38 @@
-"""A small, picklable layer over :mod:`pyarrow.fs`.
+"""A small, picklable layer over :mod:`pyarrow.fs`, with what object stores need on top.
 
-Tables address files by paths relative to the table's base path; this class turns them into file
-system paths. It is picklable (executors get a copy) and it offers the two primitives Hudi's
-atomicity rests on: create-if-absent for timeline files and write-to-temp-then-rename, so a reader
-never sees a half-written instant file.
+Tables address files by paths relative to the table's base path; :class:`Storage` turns them into
+file system paths and keeps the user's URI (``s3a://bucket/t``) for the engines that get paths
+from it (Spark, hudi-rs). It is picklable with its :class:`StorageOptions`, so executors, the
+metadata table, locks and services reach the store exactly as the driver does.
+
+Hudi's atomicity rests on two primitives here: create-if-absent (timeline instants, log files,
+archive files, lock files: ``O_EXCL`` locally, ``If-None-Match: *`` on S3) and a write that is
+visible only once complete (temp file and rename locally; an object PUT is atomic by itself).
+Object stores get no directory markers and one PUT per small file.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow.fs as pafs
 
-from pyhudi.errors import HudiFileExistsError
+from pyhudi.errors import HudiConfigError, HudiFileExistsError, HudiUnsupportedError
+from pyhudi.storage import s3
+from pyhudi.storage.options import (
+    AZURE_SCHEMES,
+    GCS_SCHEMES,
+    HDFS_SCHEMES,
+    S3_SCHEMES,
+    StorageOptions,
+    check_scheme,
+    split_uri,
+)
 
 
 @dataclass(frozen=True)
@@ -27,38 +44,93 @@ class FileInfo:
     mtime_ns: int
 
 
-def _resolve(uri: str) -> tuple[pafs.FileSystem, str]:
-    if "://" not in uri:
-        path = os.path.abspath(uri)
-        return pafs.LocalFileSystem(), path
-    if uri.startswith("file://"):
+def _s3_fs(options: StorageOptions) -> pafs.FileSystem:
+    kwargs: dict[str, Any] = {
+        "region": options.region or "us-east-1",
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=options.max_attempts),
+        "check_directory_existence_before_creation": False,
+        "allow_bucket_creation": False, "allow_bucket_deletion": False,
+    }
+    if options.endpoint:
+        kwargs["endpoint_override"] = options.endpoint_url
+    if options.anonymous:
+        kwargs["anonymous"] = True
+    elif options.access_key:
+        kwargs.update(access_key=options.access_key, secret_key=options.secret_key,
+                      session_token=options.session_token)
+    if options.path_style is False:
+        kwargs["force_virtual_addressing"] = True
+    return pafs.S3FileSystem(**kwargs)
+
+
+def _resolve(uri: str, options: StorageOptions) -> tuple[pafs.FileSystem, str]:
+    scheme, authority, path = split_uri(uri)
+    if scheme == "":
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    if scheme == "file":
         return pafs.LocalFileSystem(), uri[len("file://"):]
-    fs, path = pafs.FileSystem.from_uri(uri)
-    return fs, path
+    path = path.rstrip("/")
+    if scheme in S3_SCHEMES:
+        return _s3_fs(options), authority + path
+    try:
+        if scheme in GCS_SCHEMES:
+            return pafs.GcsFileSystem(), authority + path
+        if scheme in AZURE_SCHEMES:
+            container, _, host = authority.partition("@")
+            account = host.split(".", 1)[0]
+            if not container or not account:
+                raise HudiConfigError(f"{uri}: an {scheme}:// path is {scheme}://<container>@<account>"
+                                      ".dfs.core.windows.net/<path>")
+            return pafs.AzureFileSystem(account_name=account), container + path
+        if scheme in HDFS_SCHEMES:
+            host, _, port = authority.partition(":")
+            return pafs.HadoopFileSystem(host, int(port or 8020)), path
+    except (ImportError, OSError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, HudiConfigError):
+            raise
+        raise HudiUnsupportedError(f"{uri}: this pyarrow cannot open {scheme}:// ({exc})") from None
+    raise AssertionError(scheme)  # check_scheme refused every other scheme
 
 
 class Storage:
     """Files of one table, addressed relative to its base path."""
 
-    def __init__(self, base_uri: str) -> None:
-        self.base_uri = base_uri
-        self.fs, self.base_path = _resolve(base_uri)
+    def __init__(self, base_uri: str, options: StorageOptions | None = None) -> None:
+        self.scheme = check_scheme(base_uri)
+        self.base_uri = base_uri.rstrip("/") if self.scheme not in ("", "file") else base_uri
+        self.options = options or StorageOptions()
+        self.fs, self.base_path = _resolve(self.base_uri, self.options)
         self.is_local = isinstance(self.fs, pafs.LocalFileSystem)
+        self.is_s3 = self.scheme in S3_SCHEMES
 
-    def __reduce__(self) -> tuple[type[Storage], tuple[str]]:
-        return (Storage, (self.base_uri,))
+    def __reduce__(self) -> tuple[type[Storage], tuple[str, StorageOptions]]:
+        return (Storage, (self.base_uri, self.options))
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_uri!r})"
+
+    def child(self, rel: str) -> Storage:
+        """The storage of a folder below this one (the metadata table), with the same options."""
+        return Storage(self.uri(rel), self.options)
+
+    @property
+    def exclusive_create(self) -> bool:
+        """Whether files can be created only-if-absent, which more than one writer needs."""
+        return self.is_local or (self.is_s3 and self.options.conditional_create)
 
     # -- paths ------------------------------------------------------------------------------
     def full(self, rel: str) -> str:
         return posixpath.join(self.base_path, rel) if rel else self.base_path
 
     def uri(self, rel: str = "") -> str:
-        """A URI other engines (Spark, hudi-rs) understand for a relative path."""
-        path = self.full(rel)
+        """A URI other engines (Spark, hudi-rs) understand for a relative path, in the user's scheme."""
         if self.is_local:
-            return "file://" + path
-        scheme = self.base_uri.split("://", 1)[0]
-        return f"{scheme}://{path}"
+            return "file://" + self.full(rel)
+        return f"{self.base_uri}/{rel}" if rel else self.base_uri
+
+    def _bucket_key(self, rel: str) -> tuple[str, str]:
+        bucket, _, key = self.full(rel).partition("/")
+        return bucket, key
 
     # -- reading ----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -83,6 +155,13 @@ class Storage:
         if info.type == pafs.FileType.NotFound:
             return None
         return int(info.mtime_ns or 0)
+
+    def now_ms(self) -> int:
+        """The store's clock in ms since the epoch: ages of heartbeats and leases are measured
+        against the same clock that stamped the files' modification times."""
+        if self.is_s3:
+            return s3.store_time_ms(self.options, self._bucket_key("")[0])
+        return int(time.time() * 1000)
 
     def list_files(self, rel: str) -> list[FileInfo]:
         """Regular files directly inside a folder (empty list if the folder is absent)."""
@@ -110,17 +189,27 @@ class Storage:
 
     # -- writing ----------------------------------------------------------------------------
     def mkdirs(self, rel: str) -> None:
-        self.fs.create_dir(self.full(rel), recursive=True)
+        """Create a folder (and its parents); object stores have no folders, so nothing there."""
+        if self.is_local or not self._object_store:
+            self.fs.create_dir(self.full(rel), recursive=True)
+
+    @property
+    def _object_store(self) -> bool:
+        return self.scheme in (*S3_SCHEMES, *GCS_SCHEMES)
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Write a file in one go; visible under its name only once complete (local: rename)."""
         target = self.full(rel)
-        parent = posixpath.dirname(target)
-        self.fs.create_dir(parent, recursive=True)
-        if not self.is_local:
-            with self.fs.open_output_stream(target) as f:
-                f.write(data)
+        if self.is_s3:
+            s3.put(self.options, *self._bucket_key(rel), data)
             return
+        parent = posixpath.dirname(target)
+        if not self.is_local:
+            self.mkdirs(posixpath.dirname(rel))
+            with self.fs.open_output_stream(target) as out:
+                out.write(data)
+            return
+        self.fs.create_dir(parent, recursive=True)
         tmp = posixpath.join(parent, f".{posixpath.basename(target)}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
@@ -129,20 +218,31 @@ class Storage:
         os.replace(tmp, target)
 
     def create_new(self, rel: str, data: bytes) -> None:
-        """Create a file that must not exist yet (timeline instants): fail if it does."""
+        """Create a file that must not exist yet (timeline instants, log files under concurrency,
+        archive and lock files): :class:`HudiFileExistsError` if it does, even when another writer
+        creates it at the same moment."""
         target = self.full(rel)
-        self.fs.create_dir(posixpath.dirname(target), recursive=True)
-        if self.is_local:
-            try:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name") from None
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+        if self.is_s3:
+            if not self.options.conditional_create:
+                raise HudiUnsupportedError(
+                    f"cannot create {self.uri(rel)} exclusively: fs.s3a.create.conditional.enabled=false says "
+                    "this store does not honour If-None-Match")
+            s3.create_new(self.options, *self._bucket_key(rel), data, self.uri(rel))
             return
-        if self.exists(rel):
-            raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name")
-        self.write_bytes(rel, data)
+        if not self.is_local:
+            # gs://, abfs://, hdfs://: pyarrow offers no exclusive create; a second writer is
+            # refused where writers are configured (see exclusive_create)
+            if self.exists(rel):
+                raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name")
+            self.write_bytes(rel, data)
+            return
+        self.fs.create_dir(posixpath.dirname(target), recursive=True)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise HudiFileExistsError(f"{rel} already exists; another writer may be using this name") from None
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
 
     def delete(self, rel: str) -> bool:
         """Delete a file; False if it was already gone."""
@@ -160,9 +260,13 @@ class Storage:
         if self.is_dir(rel):
             self.fs.delete_dir(self.full(rel))
 
-    def open_output(self, rel: str) -> pafs.NativeFile:
+    def open_output(self, rel: str) -> Any:
+        """An output stream for a new file (base files). On S3 it is buffered and written by one
+        PUT on close; ``abort()`` (where offered) drops it unwritten."""
+        if self.is_s3:
+            return s3.Upload(self.options, *self._bucket_key(rel))
         target = self.full(rel)
-        self.fs.create_dir(posixpath.dirname(target), recursive=True)
+        self.mkdirs(posixpath.dirname(rel))
         return self.fs.open_output_stream(target)
 
     @property

@@ -23,7 +23,7 @@ from pyhudi.io.base_file import read_footer
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.files import FILES_PARTITION, FileListing
 from pyhudi.metadata.table import MetadataTable, usable_partitions
-from pyhudi.storage import Storage
+from pyhudi.storage import Storage, resolve_options
 from pyhudi.table.fs_view import FileSystemView
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import Instant, parse_instant_file
@@ -62,6 +62,14 @@ def has_timeline(storage: Storage) -> bool:
     return any(storage.list_files(folder) for folder in (f"{META_FOLDER}/archived", f"{META_FOLDER}/timeline/history"))
 
 
+def as_storage(path: str | Storage, storage_options: Mapping[str, Any] | None = None) -> Storage:
+    """The storage of a table path: a given :class:`Storage` as it is, a string with its store
+    settings resolved from ``storage_options`` and the environment."""
+    if isinstance(path, Storage):
+        return path
+    return Storage(path, resolve_options(path, storage_options))
+
+
 def table_exists(storage: Storage) -> bool:
     """Whether the storage holds a table: a config, its backup, or a timeline."""
     return (storage.exists(P.PROPERTIES_FILE) or storage.exists(P.BACKUP_FILE)) or has_timeline(storage)
@@ -80,17 +88,20 @@ def _is_record_schema(schema: str | None) -> bool:
 
 
 class HudiTable:
-    """An existing Hudi table at ``path`` (a local path or a URI pyarrow understands).
+    """An existing Hudi table at ``path``: a local path, a URI (``s3a://bucket/t``, ``gs://``,
+    ``abfss://``, ``hdfs://``) or a :class:`~pyhudi.storage.Storage` that carries its store settings.
+    ``storage_options`` (Hadoop ``fs.s3a.*`` keys or ``aws_*`` keys; see
+    :mod:`pyhudi.storage.options`) configure the store when ``path`` is a string.
 
     A path with a timeline but no usable ``hoodie.properties`` (nor backup) is a
     :class:`~pyhudi.errors.HudiTablePropertiesError`, not "no table": writing there as if it were
     new would replace the table's settings with the writer's options."""
 
-    def __init__(self, path: str) -> None:
-        self.storage = Storage(path)
+    def __init__(self, path: str | Storage, *, storage_options: Mapping[str, Any] | None = None) -> None:
+        self.storage = as_storage(path, storage_options)
         if not table_exists(self.storage):
             raise HudiTableNotFoundError(
-                f"{path} is not a Hudi table: {self.storage.full(P.PROPERTIES_FILE)} does not exist "
+                f"{self.storage.uri()} is not a Hudi table: {self.storage.full(P.PROPERTIES_FILE)} does not exist "
                 "(write to it with pyhudi.write first, or check the path)")
         self.config: TableConfig = load_table_config(self.storage)
         self.timeline = Timeline(self.storage, layout_version=self.config.layout_version)
@@ -117,24 +128,25 @@ class HudiTable:
         return self.config.props
 
     @staticmethod
-    def exists(path: str) -> bool:
+    def exists(path: str | Storage, *, storage_options: Mapping[str, Any] | None = None) -> bool:
         """Whether ``path`` holds a table (readable or not: opening it tells)."""
-        return table_exists(Storage(path))
+        return table_exists(as_storage(path, storage_options))
 
     @classmethod
-    def create(cls, path: str, props: Mapping[str, str]) -> HudiTable:
+    def create(cls, path: str | Storage, props: Mapping[str, str], *,
+               storage_options: Mapping[str, Any] | None = None) -> HudiTable:
         """Lay out a new table: the meta folder, its sub-folders and ``hoodie.properties``; only
         where there is no table yet (no config, backup or timeline)."""
-        storage = Storage(path)
+        storage = as_storage(path, storage_options)
         if table_exists(storage):
             raise HudiTablePropertiesError(
-                f"{path} holds a table already ({P.PROPERTIES_FILE}, its backup or a timeline): not creating "
+                f"{storage.uri()} holds a table already ({P.PROPERTIES_FILE}, its backup or a timeline): not creating "
                 "one over it; open it with HudiTable, or pick another path")
         for folder in ("", "/.aux", "/.aux/.bootstrap/.partitions", "/.aux/.bootstrap/.fileids",
                        "/.schema", "/.temp", "/archived"):
             storage.mkdirs(META_FOLDER + folder)
         store_table_config(storage, props)
-        return cls(path)
+        return cls(storage)
 
     def reload(self) -> HudiTable:
         self.config = load_table_config(self.storage)

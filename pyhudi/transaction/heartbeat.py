@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -50,7 +49,8 @@ def heartbeat_age(storage: Storage, instant: str, *, now: float | None = None) -
     mtime_ns = storage.mtime_ns(heartbeat_path(instant))
     if mtime_ns is None:
         return None
-    return max(0.0, (time.time() if now is None else now) - mtime_ns / 1e9)
+    # the store's clock stamped the file: its clock, not this machine's, tells the age
+    return max(0.0, (storage.now_ms() / 1000.0 if now is None else now) - mtime_ns / 1e9)
 
 
 def is_alive(storage: Storage, instant: str, policy: HeartbeatPolicy) -> bool:

@@ -102,12 +102,20 @@ _IN_PROCESS_LOCKS: dict[str, threading.Lock] = {}
 _IN_PROCESS_GUARD = threading.Lock()
 
 
-class InProcessLockProvider(LockProvider):
+class _BuiltIn(LockProvider):
+    """pyhudi's own providers: they get the table's :class:`Storage` (with its store settings)."""
+
+    def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
+        super().__init__(table_path, options)
+        self.storage = storage if storage is not None else Storage(table_path)
+
+
+class InProcessLockProvider(_BuiltIn):
     """One lock per table path for all threads of this process (Hudi's InProcessLockProvider)."""
 
-    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
-        super().__init__(table_path, options)
-        self._key = Storage(table_path).uri()
+    def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
+        super().__init__(table_path, options, storage=storage)
+        self._key = self.storage.uri()
         with _IN_PROCESS_GUARD:
             self._lock = _IN_PROCESS_LOCKS.setdefault(self._key, threading.Lock())
         self._max_pause = HudiConfig(dict(options)).get(C.LOCK_RETRY_WAIT_MS) / 1000.0
@@ -123,7 +131,7 @@ class InProcessLockProvider(LockProvider):
         self._lock.release()
 
 
-class FileSystemLockProvider(LockProvider):
+class FileSystemLockProvider(_BuiltIn):
     """A lock file created exclusively (Hudi's FileSystemBasedLockProvider), local paths only.
 
     The file exists exactly while the lock is held, as Hudi's provider keeps it. Its creator also
@@ -133,11 +141,12 @@ class FileSystemLockProvider(LockProvider):
     flock) is broken only after ``hoodie.write.lock.filesystem.expire`` minutes, if that is set.
     """
 
-    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
-        super().__init__(table_path, options)
+    def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
+        super().__init__(table_path, options, storage=storage)
         cfg = HudiConfig(dict(options))
         folder = cfg.get(C.LOCK_FILESYSTEM_PATH)
-        self.storage = Storage(folder) if folder else Storage(table_path)
+        if folder:
+            self.storage = Storage(folder, self.storage.options)
         self.rel = LOCK_FILE if folder else f".hoodie/{LOCK_FILE}"
         if not self.storage.is_local:
             raise HudiUnsupportedError(
@@ -271,10 +280,13 @@ _HELD_GUARD = threading.Lock()
 class TableLock:
     """The lock of one table for one writer: re-entrant per thread, with Hudi's client retries."""
 
-    def __init__(self, table_path: str, cfg: HudiConfig) -> None:
-        self.storage = Storage(table_path)
+    def __init__(self, table: str | Storage, cfg: HudiConfig) -> None:
+        self.storage = table if isinstance(table, Storage) else Storage(table)
         self.cfg = cfg
-        self.provider = provider_class(cfg.get(C.LOCK_PROVIDER), self.storage)(table_path, cfg.raw)
+        cls = provider_class(cfg.get(C.LOCK_PROVIDER), self.storage)
+        # pyhudi's own providers reach the store with the table's settings; others get the path
+        self.provider = cls(self.storage.uri(), cfg.raw, storage=self.storage) if issubclass(cls, _BuiltIn) \
+            else cls(self.storage.uri(), cfg.raw)
 
     def acquire(self) -> None:
         key, me = self.provider.key, threading.get_ident()
@@ -337,7 +349,7 @@ def under_table_lock(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(table: Any, *args: Any, **kwargs: Any) -> Any:
         cfg = next((a for a in (*args, *kwargs.values()) if isinstance(a, HudiConfig)), None) or HudiConfig()
-        with TableLock(table.path, cfg).held():
+        with TableLock(table.storage, cfg).held():
             return fn(table, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

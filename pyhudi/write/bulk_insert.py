@@ -32,7 +32,6 @@ import pyarrow.compute as pc
 
 from pyhudi.io.base_file import BaseFileWriter
 from pyhudi.io.file_names import base_file_name, file_id, new_file_id_prefix
-from pyhudi.storage import Storage
 from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.handles import open_base_file, split_by_partition
 from pyhudi.write.markers import CREATE
@@ -211,7 +210,7 @@ class _TaskWriter:
 
     def __init__(self, ctx: WriteContext) -> None:
         self.ctx = ctx
-        self.storage = Storage(ctx.base_uri)
+        self.storage = ctx.storage
         self.schema = storage_schema_of(ctx)
         self.task: TaskInfo = current_task()
         self.prefix = new_file_id_prefix()

@@ -177,7 +177,7 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
     table = collect_batches(batches)
     if table is None:
         return
-    storage = Storage(ctx.base_uri)
+    storage = ctx.storage
     schema = storage_schema_of(ctx)
     task = current_task()
     ids = table.column(BUCKET).to_numpy()

@@ -340,7 +340,7 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
     table = collect_batches(batches)
     if table is None:
         return
-    storage = Storage(job.ctx.base_uri)
+    storage = job.ctx.storage
     schema = storage_schema_of(job.ctx)
     task = current_task()
     position = 0  # sequence numbers stay unique across the files this task writes

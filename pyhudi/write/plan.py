@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.io.file_names import new_file_id_prefix
+from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 
 #: Records of one table partition one task takes: a partition-local write holds them in memory,
@@ -70,7 +71,7 @@ class SmallFile:
 class WriteContext:
     """Everything an executor needs besides its rows; picklable and immutable."""
 
-    base_uri: str
+    storage: Storage  # the table's, with its store settings
     instant_time: str
     settings: ParquetSettings
     storage_schema_ipc: bytes  # Arrow IPC of the base-file schema (meta + data columns)
