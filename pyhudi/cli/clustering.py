@@ -37,7 +37,7 @@ def clustering_command(table: HudiTable, args: argparse.Namespace) -> str:
     from pyhudi.spark.clustering_job import cluster
     from pyhudi.spark.session import spark_session
 
-    done = cluster(spark_session(), table.path, options, instant=args.instant)
+    done = cluster(spark_session(), table.storage, options, instant=args.instant)
     return "\n".join(f"completed clustering {d['instant']}: {d['input_file_groups']} file groups -> "
                      f"{d['output_files']} files, {d['records']} records, {d['seconds']:.1f} s" for d in done) \
         or "nothing to cluster"

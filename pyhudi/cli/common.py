@@ -57,15 +57,22 @@ def add_plan_commands(sub: argparse._SubParsersAction, name: str, helptext: str,
         option_arg(p, example=example)
 
 
-def options_of(args: argparse.Namespace) -> dict[str, str]:
-    """The ``--option`` arguments as a dict (none when the command takes none)."""
+def pairs(items: list[str], flag: str) -> dict[str, str]:
+    """``KEY=VALUE`` arguments as a dict."""
     options = {}
-    for item in getattr(args, "option", []):
+    for item in items:
         if "=" not in item:
-            raise HudiConfigError(f"--option takes KEY=VALUE, got {item!r}")
+            raise HudiConfigError(f"{flag} takes KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         options[key.strip()] = value.strip()
     return options
+
+
+def options_of(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--option`` arguments as a dict (none when the command takes none), with the store
+    settings of ``--storage-option`` so the Spark jobs a command runs reach the same store."""
+    return {**pairs(getattr(args, "storage_option", []), "--storage-option"),
+            **pairs(getattr(args, "option", []), "--option")}
 
 
 def epoch_text(millis: int) -> str:

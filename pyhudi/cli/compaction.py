@@ -54,5 +54,5 @@ def compaction_command(table: HudiTable, args: argparse.Namespace) -> str:
     from pyhudi.spark.compaction_job import compact
     from pyhudi.spark.session import spark_session
 
-    done = compact(spark_session(), table.path, options, instant=args.instant)
+    done = compact(spark_session(), table.storage, options, instant=args.instant)
     return "\n".join(f"completed compaction {t}" for t in done) or "nothing to compact"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pyhudi.cli.clustering import add_parser as add_clustering_parser
 from pyhudi.cli.clustering import clustering_command
 from pyhudi.cli.commits import show_commit, show_commits, show_file_groups, show_properties
+from pyhudi.cli.common import options_of, pairs
 from pyhudi.cli.compaction import add_parser as add_compaction_parser
 from pyhudi.cli.compaction import compaction_command
 from pyhudi.cli.metadata import show_metadata, validate, validate_text
@@ -25,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``pyhudi`` command; the exit status: 0, 1 when ``metadata validate`` finds a
     difference, 2 on a :class:`~pyhudi.errors.HudiError` (printed, without a traceback)."""
     parser = argparse.ArgumentParser(prog="pyhudi", description="Inspect Apache Hudi tables.")
+    parser.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="store settings for s3a:// and other object-store paths, by Hadoop's names "
+                        "(fs.s3a.endpoint=http://host:9000, fs.s3a.path.style.access=true) or hudi-rs's "
+                        "(aws_endpoint_url=...); the AWS environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID...) "
+                        "applies too. Give it before the command: pyhudi --storage-option K=V show ...")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="show table metadata")
     what = show.add_subparsers(dest="what", required=True)
@@ -57,9 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--path", required=True, help="table base path")
     args = parser.parse_args(argv)
     try:
-        table = HudiTable(args.path)
+        table = HudiTable(args.path, storage_options={**pairs(args.storage_option, "--storage-option"),
+                                                      **options_of(args)})
         if args.command == "report":
-            report = write_report(args.path, args.out)
+            report = write_report(table, args.out)
             advice = len(report.advice)
             print(f"wrote {report.path} ({report.charts} charts, {advice} piece{'s' if advice != 1 else ''} of "
                   f"advice) in {report.seconds:.2f} s")

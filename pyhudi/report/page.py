@@ -62,10 +62,10 @@ class Report:
     advice: list[Advice]
 
 
-def write_report(table_path: str, out: str | Path) -> Report:
-    """Write the report of the table at ``table_path`` to ``out``."""
+def write_report(table: str | HudiTable, out: str | Path) -> Report:
+    """Write the report of ``table`` (a path or an open table) to ``out``."""
     started = time.monotonic()
-    facts = gather(HudiTable(table_path))
+    facts = gather(table if isinstance(table, HudiTable) else HudiTable(table))
     advice = advise(facts)
     drawn = K.draw(facts)
     target = Path(out)

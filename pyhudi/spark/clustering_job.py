@@ -278,7 +278,7 @@ def _remove_late_files(table: HudiTable, timeline: Timeline, instant_time: str) 
     remove_marked_files(table.storage, instant_time, keep=keep)
 
 
-def cluster(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+def cluster(spark: SparkSession, path: str | Storage, options: Mapping[str, Any] | None = None, *,
             instant: str | None = None) -> list[dict[str, Any]]:
     """Run clustering ``instant``, or every pending plan (scheduling one first if none is pending).
 

@@ -130,7 +130,7 @@ def inline_compaction(spark: SparkSession, table: HudiTable, cfg: HudiConfig) ->
     return done
 
 
-def compact(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
+def compact(spark: SparkSession, path: str | Storage, options: Mapping[str, Any] | None = None, *,
             instant: str | None = None) -> list[str]:
     """Run compaction ``instant``, or every pending plan (scheduling one first if none is pending).
 
