@@ -50,9 +50,10 @@ op_st = st.one_of(
 CLUSTER_OPTIONS = {"hoodie.clustering.plan.strategy.max.bytes.per.group": str(200 * 1024)}
 
 
-def run_clustering(spark, path: str, options: dict, how: list) -> None:
+def run_clustering(spark, path: str, options: dict, how: list, *, storage_options: dict | None = None) -> None:
     """A clustering scheduled and run at once (the model does not change); BUCKET tables are not clustered."""
-    if options.get("hoodie.index.type") == "BUCKET" or not pyhudi.HudiTable.exists(path):
+    if options.get("hoodie.index.type") == "BUCKET" or not pyhudi.HudiTable.exists(path,
+                                                                                 storage_options=storage_options):
         return
     extra = {"hoodie.clustering.plan.strategy.sort.columns": how[0][0],
              "hoodie.layout.optimize.strategy": how[0][1]} if how else {}

@@ -10,6 +10,7 @@ import pyhudi
 from pyhudi.errors import HudiFileExistsError, HudiUnsupportedError
 from pyhudi.storage import Storage, resolve_options
 
+
 def rows(n, start=0, day="2026-11-01", tag="a"):
     return [(f"k{i:05d}", day, i, f"{tag}{i}") for i in range(start, start + n)]
 
