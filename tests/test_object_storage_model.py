@@ -57,7 +57,8 @@ def test_random_operations_on_s3a_match_model(s3_spark, s3_server, s3_bucket, ta
         batch = apply(model, op, rows, global_index, False)
         if not batch:
             continue
-        pyhudi.write(s3_spark.createDataFrame(batch, SCHEMA), path, {**options, "hoodie.datasource.write.operation": op})
+        df = s3_spark.createDataFrame(batch, SCHEMA)
+        pyhudi.write(df, path, {**options, "hoodie.datasource.write.operation": op})
         if not pyhudi.HudiTable.exists(path, storage_options=s3_server.storage_options):
             assert op in ("delete", "delete_partition") and not model
             continue
