@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import pytest
@@ -229,3 +230,26 @@ def test_a_put_failing_mid_commit_leaves_the_table_consistent(s3_spark, s3_serve
     pyhudi.write(s3_spark.createDataFrame(rows(1, start=9), SCHEMA), path, opts)
     assert rs_rows(s3_server, path) == {r[0]: r[3] for r in rows(4) + rows(1, start=9)}
     assert not s3_table(s3_server, path).timeline.pending()
+
+
+def test_streaming_sink_writes_every_batch_once_to_s3a(s3_spark, s3_server, s3_bucket, tmp_path):
+    import json
+
+    path = f"s3a://{s3_bucket}/stream"
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    for batch in range(3):
+        (incoming / f"b{batch}.json").write_text("\n".join(
+            json.dumps({"key": k, "day": d, "seq": s + batch, "v": f"{v}-{batch}"})
+            for k, d, s, v in rows(4, start=batch * 2)))
+        os.utime(incoming / f"b{batch}.json", (1_700_000_000 + batch, 1_700_000_000 + batch))  # file order
+    stream = s3_spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(incoming))
+    query = pyhudi.write_stream(stream, path, OPTIONS, checkpoint_location=str(tmp_path / "chk"),
+                                trigger={"availableNow": True})
+    query.awaitTermination(180)
+    assert query.exception() is None
+    expected: dict[str, str] = {}
+    for batch in range(3):
+        expected.update({k: f"{v}-{batch}" for k, _d, _s, v in rows(4, start=batch * 2)})
+    assert rs_rows(s3_server, path) == expected
+    assert len(s3_table(s3_server, path).timeline.completed_writes()) == 3
