@@ -10,8 +10,8 @@ scheme (:func:`pyhudi.spark.storage_conf.spark_can_open`):
 * Spark opens the scheme (local paths, ``hdfs://``, ``s3a://`` with ``hadoop-aws``): Spark's
   native parquet reader reads the files, with column pruning and filters pushed into the scan;
 * it does not (``s3a://`` without ``hadoop-aws``, Spark Connect): each executor task reads its
-  files with pyarrow (only the columns asked for; a small file by one GET, a larger one in ranges
-  without a HEAD first, :func:`_fragment`) and hands Spark Arrow batches of exactly the Spark types the native reader
+  files with pyarrow (only the columns asked for, with few requests: :mod:`pyhudi.spark.arrow_files`)
+  and hands Spark Arrow batches of exactly the Spark types the native reader
   gives, each file reconciled to the table schema by name (:func:`pyhudi.io.reconcile.reconcile`:
   columns a file lacks are null, older types widened), as the native path does by groups
   (:mod:`pyhudi.spark.evolution`). Spark cannot push filters or prune columns into a Python
@@ -25,22 +25,21 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_type
 
 from pyhudi.errors import HudiSchemaError
-from pyhudi.io.reconcile import promotion_problem, reconcile
+from pyhudi.io.reconcile import promotion_problem
 from pyhudi.read.skipping import footers
 from pyhudi.spark import evolution
+from pyhudi.spark.arrow_files import int96_columns, read_as
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import string_seq
 from pyhudi.spark.merged import BASE_ROW, BASE_SIZE, FILE_ID, base_columns, with_file_id
 from pyhudi.spark.storage_conf import spark_can_open
 from pyhudi.spark.worker import per_item
-from pyhudi.storage import Storage, s3
+from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile
 from pyhudi.table.table import HudiTable
 
@@ -167,13 +166,6 @@ def parquet_files(spark: SparkSession, schema: T.StructType, uris: list[str]) ->
     return DataFrame(jdf, spark)
 
 
-#: Rows per Arrow batch an executor hands Spark from a base file
-BATCH_ROWS = 64 * 1024
-_FORMAT = ds.ParquetFileFormat(
-    read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"),
-    default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True))
-
-
 def arrow_files_frame(spark: SparkSession, storage: Storage, files: Sequence[BaseFile], schema: T.StructType, *,
                       file_ids: bool = False, names: bool = False) -> DataFrame:
     """``files`` read by pyarrow in executors as ``schema`` (see the module docstring), one file
@@ -199,62 +191,6 @@ def arrow_files_frame(spark: SparkSession, storage: Storage, files: Sequence[Bas
     return per_item(spark, storage, items, arrow_schema(schema), work, out)
 
 
-def read_as(storage: Storage, rel: str, target: pa.Schema, *, size: int = 0) -> Iterator[tuple[pa.Table, int]]:
-    """The rows of one base file as ``target`` in batches, each with the position of its first row.
-
-    Only ``target``'s columns the file holds are decoded. Top-level INT96 timestamps are UTC
-    instants, as Spark reads them.
-    """
-    fragment = _fragment(storage, rel, size)
-    stored = fragment.physical_schema
-    columns = [n for n in target.names if n in stored.names]
-    int96 = _int96_columns(fragment.metadata) & set(columns)
-    first = 0
-    if not columns:  # none of the wanted columns was written yet: every row is all nulls
-        total = fragment.metadata.num_rows
-        while first < total:
-            n = min(BATCH_ROWS, total - first)
-            yield _nulls(target, n), first
-            first += n
-        return
-    for batch in fragment.to_batches(columns=columns, batch_size=BATCH_ROWS, use_threads=False):
-        rows = pa.Table.from_batches([batch])
-        for c in int96:
-            i = rows.schema.get_field_index(c)
-            rows = rows.set_column(i, c, rows.column(i).cast(pa.timestamp("us", "UTC")))
-        yield reconcile(rows, target, source=f"base file {rel}"), first
-        first += batch.num_rows
-
-
-#: Base files on S3 up to this size are fetched whole, by one GET
-WHOLE_FILE_BYTES = 8 << 20
-
-
-def _fragment(storage: Storage, rel: str, size: int) -> ds.ParquetFileFragment:
-    """A base file to scan. Read in ranges it costs three GETs on an object store (the footer's
-    tail, the whole footer, which Hudi's bloom filter makes larger than pyarrow's first read, and
-    the wanted columns' chunks, fetched together); the size from the listing (``size`` > 0) spares
-    the HEAD that would ask for it first. A small file on S3 is fetched whole instead: one GET,
-    which costs less than three for a few MB more."""
-    if storage.is_s3 and 0 < size <= WHOLE_FILE_BYTES:
-        bucket, _, key = storage.full(rel).partition("/")
-        got = s3.get(storage.options, bucket, key)
-        if got is None:
-            raise FileNotFoundError(f"base file {storage.uri(rel)} is gone")
-        return _FORMAT.make_fragment(pa.BufferReader(got.body))
-    return _FORMAT.make_fragment(storage.full(rel), storage.fs, file_size=size if size > 0 else None)
-
-
-def _nulls(target: pa.Schema, n: int) -> pa.Table:
-    return pa.Table.from_arrays([pa.nulls(n, f.type) for f in target], schema=target)
-
-
-def _int96_columns(metadata: pq.FileMetaData) -> set[str]:
-    """Top-level columns a parquet file stores as INT96 (legacy timestamps)."""
-    schema = metadata.schema
-    return {schema.column(i).path for i in range(len(schema)) if schema.column(i).physical_type == "INT96"}
-
-
 def stored_spark_schema(spark: SparkSession, storage: Storage, rel_path: str) -> T.StructType:
     """The schema Spark's parquet reader gives a base file: asked of Spark where it opens the
     store, else derived from the file's footer by Spark's rules (:func:`footer_spark_type`)."""
@@ -262,7 +198,7 @@ def stored_spark_schema(spark: SparkSession, storage: Storage, rel_path: str) ->
         return spark.read.parquet(storage.uri(rel_path)).schema
     metadata = footers(storage, [rel_path])[rel_path]
     arrow = metadata.schema.to_arrow_schema()
-    int96 = _int96_columns(metadata)
+    int96 = int96_columns(metadata)
     return T.StructType([
         T.StructField(f.name, T.TimestampType() if f.name in int96 else footer_spark_type(f.type), True)
         for f in arrow])

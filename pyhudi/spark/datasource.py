@@ -46,7 +46,9 @@ NAME = "hudi"
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("hudi")`` read Hudi tables through pyhudi (PySpark 4.0+)."""
+    """Make ``spark.read.format("hudi")`` read Hudi tables through pyhudi (PySpark 4.0+), reaching
+    their store with the session's settings as they are now (``spark.hadoop.fs.s3a.*``; a read's
+    own options come first): the source runs in Python workers, which have no session to ask."""
     if not hasattr(spark, "dataSource"):
         raise HudiConfigError("spark.read.format('hudi') needs PySpark 4.0 or later (Spark's Python data source "
                               "API); on this PySpark use pyhudi.read(spark, path, options)")
