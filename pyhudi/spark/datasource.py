@@ -34,28 +34,45 @@ from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.io.base_file import align
 from pyhudi.read import skipping as S
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.spark.base_files import spark_type
 from pyhudi.spark.compat import arrow_schema
-from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant, spark_type
-from pyhudi.storage import Storage
+from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant
+from pyhudi.spark.storage_conf import hadoop_store_conf
+from pyhudi.storage import Storage, resolve_options
 from pyhudi.table.incremental import latest_offset, start_offset
-from pyhudi.table.table import HudiTable
+from pyhudi.table.table import HudiTable, as_storage
 
 NAME = "hudi"
 
 
 def register(spark: SparkSession) -> None:
-    """Make ``spark.read.format("hudi")`` read Hudi tables through pyhudi (PySpark 4.0+)."""
+    """Make ``spark.read.format("hudi")`` read Hudi tables through pyhudi (PySpark 4.0+), reaching
+    their store with the session's settings as they are now (``spark.hadoop.fs.s3a.*``; a read's
+    own options come first): the source runs in Python workers, which have no session to ask."""
     if not hasattr(spark, "dataSource"):
         raise HudiConfigError("spark.read.format('hudi') needs PySpark 4.0 or later (Spark's Python data source "
                               "API); on this PySpark use pyhudi.read(spark, path, options)")
     # Spark 4.1+ passes filters to Python sources only with this on (and refuses a source that
     # takes them while it is off)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(HudiDataSource)
+    spark.dataSource.register(session_source(hadoop_store_conf(spark)))
+
+
+def session_source(store_conf: dict[str, str]) -> type[HudiDataSource]:
+    """:class:`HudiDataSource` carrying a session's store settings (its ``fs.s3a.*`` entries).
+
+    The source is instantiated in Python workers, where there is no SparkSession to read them from,
+    so they travel with the class: a class made here is not importable by name, and cloudpickle
+    ships it by value, settings included. Options given to the read still come first.
+    """
+    return type("HudiSessionDataSource", (HudiDataSource,), {"store_conf": dict(store_conf)})
 
 
 class HudiDataSource(DataSource):
     """A Hudi table as a Spark data source (the ``path`` option or ``load(path)`` names it)."""
+
+    #: the registering session's Hadoop store settings (see :func:`session_source`)
+    store_conf: dict[str, str] = {}
 
     @classmethod
     def name(cls) -> str:
@@ -67,8 +84,13 @@ class HudiDataSource(DataSource):
             raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)")
         return str(path)
 
+    def _storage(self) -> Storage:
+        """The table's storage: the read's options, then the session's settings, then the environment."""
+        path = self._path()
+        return Storage(path, resolve_options(path, self.options, self.store_conf))
+
     def schema(self) -> StructType:
-        table = HudiTable(self._path(), storage_options=self.options)
+        table = HudiTable(self._storage())
         schema = table.arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
         if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
             return StructType([StructField(n, StringType()) for n in META_FIELDS])
@@ -78,20 +100,21 @@ class HudiDataSource(DataSource):
         return from_arrow_schema(schema)  # types pyhudi does not map itself (timestamps, ...)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return HudiReader(self._path(), dict(self.options), schema)
+        return HudiReader(self._storage(), dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
-        if HudiTable(self._path(), storage_options=self.options).arrow_schema() is None:
+        storage = self._storage()
+        if HudiTable(storage).arrow_schema() is None:
             raise HudiConfigError(f"{self._path()} has no completed write yet, so its stream has no schema: start "
                                   "the stream after the table's first commit")
-        return HudiStreamReader(self._path(), dict(self.options), schema)
+        return HudiStreamReader(storage, dict(self.options), schema)
 
 
 class HudiReader(DataSourceReader):
     """Plans the query on the driver (one partition per file slice) and merges slices in tasks."""
 
-    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
-        self.path = path
+    def __init__(self, storage: str | Storage, options: dict[str, str], schema: StructType) -> None:
+        self.storage = as_storage(storage, options)
         self.options = options
         self.schema_json = schema.json()
         self.predicates: list[S.Predicate] = []
@@ -105,7 +128,7 @@ class HudiReader(DataSourceReader):
         return filters
 
     def partitions(self) -> Sequence[InputPartition]:
-        table = HudiTable(self.path, storage_options=self.options)
+        table = HudiTable(self.storage)
         cfg = HudiConfig.of(self.options)
         pred = _all(self.predicates)
         partitions = None
@@ -148,14 +171,14 @@ class HudiStreamReader(DataSourceStreamReader):
     ``hoodie.datasource.streaming.startOffset`` (earliest, latest or an instant).
     """
 
-    def __init__(self, path: str, options: dict[str, str], schema: StructType) -> None:
-        self.path = path
+    def __init__(self, storage: str | Storage, options: dict[str, str], schema: StructType) -> None:
+        self.storage = as_storage(storage, options)
         self.options = options
         self.schema = schema
 
     def initialOffset(self) -> dict:  # noqa: N802 (Spark's name)
         start = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
-        return {"instant": start_offset(HudiTable(self.path, storage_options=self.options), start)}
+        return {"instant": start_offset(HudiTable(self.storage), start)}
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802 (Spark's name)
         """The latest completed write, never below the batch's start (Spark 4.2+ passes it) or an
@@ -165,14 +188,14 @@ class HudiStreamReader(DataSourceStreamReader):
         configured = HudiConfig.of(self.options).get(C.STREAMING_START_OFFSET)
         if configured not in ("earliest", "latest"):
             floor = max(floor, configured)
-        return {"instant": max(latest_offset(HudiTable(self.path, storage_options=self.options)), floor)}
+        return {"instant": max(latest_offset(HudiTable(self.storage)), floor)}
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         if end["instant"] <= start["instant"]:
             return []
         pull = {**self.options, C.QUERY_TYPE.key: "incremental", C.BEGIN_INSTANT.key: start["instant"],
                 C.END_INSTANT.key: end["instant"], C.TIMELINE_HOLES_POLICY.key: "BLOCK"}
-        return HudiReader(self.path, pull, self.schema).partitions()
+        return HudiReader(self.storage, pull, self.schema).partitions()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StructField, StructType
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
@@ -30,6 +30,7 @@ from pyhudi.metadata import bloom_filters
 from pyhudi.metadata.files import MdtSlice
 from pyhudi.metadata.table import MetadataTable, usable_partitions
 from pyhudi.read.merge import MergeSpec, key_columns
+from pyhudi.spark.base_files import base_files_frame
 from pyhudi.spark.merged import merged_keys
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.storage import Storage
@@ -142,6 +143,10 @@ def _with_merged_keys(spark: SparkSession, table: HudiTable, view: FileSystemVie
     return merged if existing is None else existing.unionByName(merged)
 
 
+#: What a SIMPLE lookup reads of each base file: meta columns, strings in every file
+_KEY_COLUMNS = StructType([StructField(c, StringType()) for c in (RECORD_KEY, PARTITION_PATH, FILE_NAME)])
+
+
 def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] | None,
                   index_type: str, *, spec: MergeSpec | None = None) -> Lookup:
     """SIMPLE / GLOBAL_SIMPLE: the record keys of all latest file slices in ``partitions``."""
@@ -149,8 +154,7 @@ def simple_lookup(spark: SparkSession, table: HudiTable, partitions: list[str] |
     stats = IndexStats(index_type, partitions=len(view.partitions), files_in_partitions=len(files) + len(logged))
     existing = None
     if files:
-        uris = [table.storage.uri(b.path) for b in files]
-        existing = spark.read.parquet(*uris).select(
+        existing = base_files_frame(spark, table, files, _KEY_COLUMNS, evolved=False).select(
             F.col(RECORD_KEY).alias(EXISTING_RK), F.col(PARTITION_PATH).alias(EXISTING_PP),
             F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID))
     return Lookup(_with_merged_keys(spark, table, view, existing, logged, spec), stats)

@@ -2,7 +2,8 @@
 
 Each Spark task receives a few file slices (frozen :class:`SliceToRead` plans) and merges each
 one's base file with its log blocks using :mod:`pyhudi.read.merge` (pyarrow, vectorised). Slices
-without log files never come here: Spark's native parquet reader serves them faster.
+without log files never come here: their base files are read as they are
+(:mod:`pyhudi.spark.base_files`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
-from pyhudi.io.base_file import align, read_base_file
+from pyhudi.io.base_file import align
 from pyhudi.read.merge import (
     LOG_DELETE_ORDER,
     LOG_DELETED,
@@ -31,6 +32,7 @@ from pyhudi.read.merge import (
     read_slice,
     scan_logs,
 )
+from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import select_exprs
 from pyhudi.spark.worker import map_in_arrow, per_item, spread
@@ -165,7 +167,7 @@ def _log_side(spark: SparkSession, storage: Storage, slices: list[SliceToRead], 
                 state = log_state(scan_logs(storage, piece.log_files, schema, visibility), schema, spec)
                 if not state.num_rows:
                     continue
-                stored = read_base_file(storage, piece.base_file, [RECORD_KEY]).column(RECORD_KEY) \
+                stored = read_columns(storage, piece.base_file, [RECORD_KEY], size=size).column(RECORD_KEY) \
                     if piece.base_file else None
                 yield from log_side_rows(state, piece.file_id, stored, size, target, out).to_batches()
 
@@ -297,8 +299,10 @@ def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storag
                     snapshot: Hashable | None = None) -> DataFrame:
     """The merged records of merge-on-read slices with log files, merged by Spark.
 
-    ``base`` reads the slices' base files natively (with :func:`with_file_id`; None when there are
-    none, or filters ruled them all out); ``base_sizes`` are the sizes of the slices' base files.
+    ``base`` reads the slices' base files with :func:`with_file_id`'s columns (Spark's parquet
+    reader, or pyarrow in executors where Spark cannot open the store:
+    :func:`pyhudi.spark.base_files.base_files_frame`; None when there are none, or filters ruled
+    them all out); ``base_sizes`` are the sizes of the slices' base files.
     Only the logs go through Python: each slice's :func:`log_state` (one row per key its blocks
     hold). Spark joins the base rows with it by the key's position in its base file and the file's
     size (the log side broadcast while the logs are small,

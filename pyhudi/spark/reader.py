@@ -1,10 +1,10 @@
-"""Snapshot (and read-optimized) queries of copy-on-write tables through Spark's parquet reader.
+"""Snapshot, read-optimized, time-travel and incremental queries on Spark.
 
 The file-system view picks the latest committed base file of every file group; Spark reads exactly
-those files, natively, with an explicit schema: the table schema the commits record (as of the
-query's instant), each older file reconciled to it by name (:mod:`pyhudi.spark.evolution`). A
-filter on partition columns prunes partitions before any file is listed in them.
-"""
+those files (:func:`pyhudi.spark.base_files.base_files_frame`: natively where Spark opens the
+store, by pyarrow in executors where it cannot) with an explicit schema: the table schema the
+commits record (as of the query's instant), each older file reconciled to it by name. A filter on
+partition columns prunes partitions before any file is listed in them."""
 
 from __future__ import annotations
 
@@ -23,17 +23,15 @@ from pyspark.sql import types as T
 from pyhudi import config as C
 from pyhudi.config import HudiConfig, parse_bool
 from pyhudi.config.properties import PARTITION_METAFILE
-from pyhudi.errors import HudiConfigError, HudiSchemaError
+from pyhudi.errors import HudiConfigError
 from pyhudi.io.avro_schema import META_FIELDS
-from pyhudi.io.reconcile import promotion_problem
 from pyhudi.keygen.spec import DEFAULT_PARTITION
 from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
-from pyhudi.read.skipping import Predicate, columns_of, footers, may_match, prune_partition_paths, skip_files
-from pyhudi.spark import evolution
+from pyhudi.read.skipping import Predicate, columns_of, may_match, prune_partition_paths, skip_files
+from pyhudi.spark.base_files import base_files_frame, spark_type, stored_spark_schema
 from pyhudi.spark.filters import to_predicate
-from pyhudi.spark.jvm import string_seq
-from pyhudi.spark.merged import base_columns, filters_reach_base_files, merge_with_logs, read_merged, with_file_id
+from pyhudi.spark.merged import filters_reach_base_files, merge_with_logs, read_merged
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, FileSystemView
 from pyhudi.table.incremental import plan_incremental
@@ -141,7 +139,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     if not bases:
         df = spark.createDataFrame([], schema)
     else:
-        df = _read_files(spark, table, bases, schema, as_of=as_of)
+        df = base_files_frame(spark, table, bases, schema, as_of=as_of)
     logged = [s for s in slices if merged and s.log_files]
     if skipping is not None and recorded is not None and logged:
         before = len(logged)
@@ -169,11 +167,11 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
 
 def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
                  spec: MergeSpec, visibility: Visibility) -> DataFrame:
-    """The records of ``slices`` merged as of ``visibility``: base files without logs read natively,
-    the others merged with their logs (:func:`merged_slices`)."""
+    """The records of ``slices`` merged as of ``visibility``: base files without logs read as they
+    are (:func:`base_files_frame`), the others merged with their logs (:func:`merged_slices`)."""
     plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
     logged = [s for s in slices if s.log_files]
-    df = _read_files(spark, table, plain, schema) if plain else spark.createDataFrame([], schema)
+    df = base_files_frame(spark, table, plain, schema) if plain else spark.createDataFrame([], schema)
     if logged:
         df = df.unionByName(merged_slices(spark, table, logged, schema, spec, visibility))
     return df
@@ -182,8 +180,8 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,
                   spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None,
                   as_of: str | None = None) -> DataFrame:
-    """Slices with log files, merged. With stored record keys Spark reads the base files natively
-    and joins the log records merged in executors; without them whole slices are merged in
+    """Slices with log files, merged. With stored record keys Spark reads the base files
+    (:func:`base_files_frame`) and joins the log records merged in executors; without them whole slices are merged in
     executors. ``bases``: the base files to read (default all of the slices'; fewer when data
     skipping ruled some out). Every file is read as the table schema as of ``as_of`` (default the
     latest)."""
@@ -200,7 +198,8 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     # a base file's size and a row's position name the row, unless two base files share a size
     # (or a listing did not tell a size)
     names = len(set(known)) < len(known) or any(n <= 0 for n in known)
-    base = _read_files(spark, table, bases, schema, file_ids=True, names=names, as_of=as_of) if bases else None
+    base = base_files_frame(spark, table, bases, schema, file_ids=True, names=names, as_of=as_of) if bases \
+        else None
     log_bytes = sum(lf.size for s in logged for lf in s.log_files)
     snapshot = (storage.uri(), visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                               tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
@@ -236,109 +235,6 @@ def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructT
                                  marker=PARTITION_METAFILE)
 
 
-def _read_files(spark: SparkSession, table: HudiTable, bases: list, schema: T.StructType, *,
-                file_ids: bool = False, names: bool = False, as_of: str | None = None) -> DataFrame:
-    """Read base files natively as ``schema``, the table schema as of ``as_of`` (default the latest).
-
-    Files are grouped by the schema their commit recorded. Those of the table schema's commit are
-    read with ``schema`` directly; for each other group one footer tells the stored schema, the
-    group is read with the table schema's shape and its stored types, and cast by name
-    (:mod:`pyhudi.spark.evolution`): added fields read as null, widened types are promoted, struct
-    fields match by name whatever their order. ``file_ids`` adds each row's file size and position,
-    and with ``names`` its file name (:func:`pyhudi.spark.merged.with_file_id`).
-    """
-    def read(read_schema: T.StructType, uris: list[str]) -> DataFrame:
-        df = parquet_files(spark, read_schema, uris)
-        return with_file_id(df, names=names) if file_ids else df
-
-    target_avro, arrow_target = table.schemas(as_of=as_of)
-    schema_of: dict[str, str] = {}
-    groups: dict[str, list[BaseFile]] = {}
-    unknown: dict[str, str] = {}  # instant -> one of its files, where the commit was archived
-    for b in bases:
-        if b.instant_time not in schema_of and b.instant_time not in unknown:
-            recorded = _commit_schema(table, b.instant_time)
-            if recorded is not None:
-                schema_of[b.instant_time] = recorded
-            else:
-                unknown[b.instant_time] = b.path
-    if unknown:  # an archived commit's schema is unknown here: its files' footers tell, read at once
-        read_footers = footers(table.storage, list(unknown.values()))
-        for instant, rel in unknown.items():
-            schema_of[instant] = "footer " + str(read_footers[rel].schema.to_arrow_schema().remove_metadata())
-    for b in bases:
-        groups.setdefault(schema_of[b.instant_time], []).append(b)
-    same: list[str] = []
-    parts = []
-    for key, files in groups.items():
-        uris = [table.storage.uri(b.path) for b in files]
-        if key == target_avro or arrow_target is None:
-            same.extend(uris)
-            continue
-        stored = _stored_schema(spark, table, files[0].path, arrow_target)
-        wanted = evolution.read_schema(schema, stored)
-        if wanted == schema:
-            same.extend(uris)
-            continue
-        df = evolution.conform(read(wanted, uris), schema, keep=base_columns(names=names) if file_ids else ())
-        parts.append(df)
-    if same:
-        parts.insert(0, read(schema, same))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
-    return out
-
-
-def _stored_schema(spark: SparkSession, table: HudiTable, rel_path: str, target: pa.Schema) -> T.StructType:
-    """The Spark schema a base file is stored with, after checking in Arrow terms that each of its
-    columns widens to the table schema ``target`` (:class:`HudiSchemaError` otherwise)."""
-    arrow = footers(table.storage, [rel_path])[rel_path].schema.to_arrow_schema()
-    for field in target:
-        i = arrow.get_field_index(field.name)
-        if i >= 0 and (problem := promotion_problem(arrow.field(i).type, field.type, path=f"column {field.name}")):
-            raise HudiSchemaError(f"base file {rel_path}: {problem}; the table cannot be read as its schema says")
-    converted = spark_type(pa.struct(list(arrow)))
-    if isinstance(converted, T.StructType):
-        return converted
-    return spark.read.parquet(table.storage.uri(rel_path)).schema
-
-
-_LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-
-
-def parquet_files(spark: SparkSession, schema: T.StructType, uris: list[str]) -> DataFrame:
-    """Spark's native parquet reader over exactly these files.
-
-    Two costs of ``spark.read.parquet(*uris)`` grow with the number of files and are avoided here:
-    py4j sends a Python list to the JVM one element per round trip (here the paths travel as one
-    string), and above 32 paths Spark lists them with a Spark job (1.5 s for 300 files on two
-    cores), although every path is a file pyhudi already listed: the listing runs on the driver.
-    """
-    paths = string_seq(spark, uris)
-    if paths is None:
-        return spark.read.schema(schema).parquet(*uris)
-    conf = spark.conf
-    before = conf.get(_LISTING_THRESHOLD, None)
-    conf.set(_LISTING_THRESHOLD, str(max(32, len(uris) + 1)))
-    try:
-        jdf = spark.read.schema(schema)._jreader.parquet(paths)
-    finally:
-        if before is None:
-            conf.unset(_LISTING_THRESHOLD)
-        else:
-            conf.set(_LISTING_THRESHOLD, before)
-    return DataFrame(jdf, spark)
-
-
-def _commit_schema(table: HudiTable, instant_time: str | None) -> str | None:
-    writes = table.timeline.completed_writes()
-    chosen = [i for i in writes if instant_time is None or i.timestamp == instant_time]
-    if not chosen:
-        return None
-    return table.timeline.commit_metadata(chosen[-1]).schema
-
-
 def schema_instant(cfg: HudiConfig) -> str | None:
     """The instant whose table schema a query reads: the time-travel instant, else the latest
     (incremental pulls read the latest schema, as Hudi's do)."""
@@ -364,7 +260,7 @@ def spark_schema(spark: SparkSession, table: HudiTable, *, arrow: pa.Schema | No
     from pyspark.sql.pandas.types import from_arrow_type
 
     newest = table.newest_base_file()
-    stored = spark.read.parquet(table.storage.uri(newest)).schema if newest is not None else T.StructType()
+    stored = stored_spark_schema(spark, table.storage, newest) if newest is not None else T.StructType()
     fields = []
     for f in arrow:
         t = spark_type(f.type)
@@ -372,37 +268,3 @@ def spark_schema(spark: SparkSession, table: HudiTable, *, arrow: pa.Schema | No
             t = stored[f.name].dataType if f.name in stored.fieldNames() else from_arrow_type(f.type)
         fields.append(T.StructField(f.name, t, True))
     return T.StructType(fields)
-
-
-_SIMPLE_TYPES: list[tuple[Any, T.DataType]] = [
-    (pa.types.is_boolean, T.BooleanType()), (pa.types.is_int8, T.ByteType()), (pa.types.is_int16, T.ShortType()),
-    (pa.types.is_int32, T.IntegerType()), (pa.types.is_int64, T.LongType()), (pa.types.is_float32, T.FloatType()),
-    (pa.types.is_float64, T.DoubleType()), (pa.types.is_string, T.StringType()),
-    (pa.types.is_large_string, T.StringType()), (pa.types.is_binary, T.BinaryType()),
-    (pa.types.is_large_binary, T.BinaryType()), (pa.types.is_date32, T.DateType()),
-]
-
-
-def spark_type(t: pa.DataType) -> T.DataType | None:
-    """The Spark type the parquet reader gives a column of Arrow type ``t`` (every field nullable,
-    as Spark reads files), None where the mapping is not one to one (timestamps, unsigned, ...)."""
-    for check, spark_t in _SIMPLE_TYPES:
-        if check(t):
-            return spark_t
-    if pa.types.is_decimal128(t):
-        return T.DecimalType(t.precision, t.scale)
-    if pa.types.is_struct(t):
-        fields = []
-        for f in t:
-            inner = spark_type(f.type)
-            if inner is None:
-                return None
-            fields.append(T.StructField(f.name, inner, True))
-        return T.StructType(fields)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        element = spark_type(t.value_type)
-        return None if element is None else T.ArrayType(element, True)
-    if pa.types.is_map(t):
-        key, value = spark_type(t.key_type), spark_type(t.item_type)
-        return None if key is None or value is None else T.MapType(key, value, True)
-    return None
