@@ -63,6 +63,15 @@ def _hudi_lock(expired: bool, valid_until: int, owner: str) -> bytes:
             f'"owner":"{owner}"}}').encode()
 
 
+@pytest.fixture(scope="module")
+def s3_table(spark, s3_server) -> str:
+    """A small table on S3 for the tests that need one and leave its data alone."""
+    path = f"s3a://{s3_server.make_bucket(f'pyhudi-lock-table-{uuid.uuid4().hex[:8]}')}/t"
+    pyhudi.write(spark.createDataFrame([("a", "p0", 1, "x")], "id string, p string, ts long, val string"), path,
+                 {**BASE, **s3_server.hadoop_conf})
+    return path
+
+
 @pytest.fixture(params=["s3", "local"])
 def lock_storage(request, tmp_path):
     """The table storage of a lock test: a fresh S3 bucket, or a local folder."""
@@ -183,24 +192,23 @@ def test_one_of_racing_owners_wins_renews_and_releases(lock_storage):
     race.won[0].unlock()
 
 
-def test_holder_learns_of_a_takeover_and_the_commit_point_refuses(s3_spark, s3_server, s3_bucket):
+def test_holder_learns_of_a_takeover_and_the_commit_point_refuses(s3_server, s3_table):
     """A writer that judged the lease lapsed took the lock over: the next renewal tells the holder,
     completing an instant is refused, and the release leaves the new owner's lock alone."""
-    path = f"s3a://{s3_bucket}/t"
-    pyhudi.write(s3_spark.createDataFrame([("a", "p0", 1, "x")], "id string, p string, ts long, val string"),
-                 path, BASE)
-    table = HudiTable(path, storage_options=s3_server.storage_options)
+    table = HudiTable(s3_table, storage_options=s3_server.storage_options)
+    bucket = s3_table.split("/")[2]
     point = CommitPoint.of(table, HudiConfig({**BASE, **SHORT_LEASE}))
     completed = [i.timestamp for i in table.timeline.completed_writes()]
     with point.lock.held():
-        taker = _hudi_lock(False, _store_now_ms(s3_server, s3_bucket) + 60_000, "taker")
-        s3_server.client().put_object(Bucket=s3_bucket, Key=f"t/{LOCK_FILE}", Body=taker)
+        taker = _hudi_lock(False, _store_now_ms(s3_server, bucket) + 60_000, "taker")
+        s3_server.client().put_object(Bucket=bucket, Key=f"t/{LOCK_FILE}", Body=taker)
         time.sleep(1.5)
         assert not point.lock.provider.still_held()
         with pytest.raises(HudiLockError, match="no longer surely held.*taker"):
             point.complete(table.timeline, "20991231000000000", "commit", b"{}")
-    assert _lock_file(s3_server, s3_bucket)[0] == taker
+    assert _lock_file(s3_server, bucket)[0] == taker
     assert [i.timestamp for i in table.timeline.reload().completed_writes()] == completed
+    s3_server.client().put_object(Bucket=bucket, Key=f"t/{LOCK_FILE}", Body=_hudi_lock(True, 0, "taker"))
 
 
 def test_renewals_failing_until_the_lease_lapses_end_the_hold(s3_server, s3_bucket):
@@ -274,6 +282,37 @@ def test_lease_of_a_killed_holder_lapses_on_the_store_clock(s3_server, s3_bucket
     assert taken_at <= last["validUntil"] + 3000  # and soon after
 
 
+_COUNTER = """
+import json, sys, time
+from pyhudi.config import HudiConfig
+from pyhudi.storage import Storage, resolve_options
+from pyhudi.transaction.lock import TableLock
+uri, opts, cfg, n = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+storage = Storage(uri, resolve_options(uri, opts))
+lock = TableLock(storage, HudiConfig.of(cfg))
+for _ in range(n):
+    with lock.held():
+        value = int(storage.read_bytes("counter"))
+        time.sleep(0.005)
+        storage.write_bytes("counter", str(value + 1).encode())
+"""
+
+
+def test_processes_exclude_each_other_on_s3(s3_server, s3_bucket):
+    """Three processes increment one S3 object, reading and rewriting it under the table lock (the
+    default on S3): no increment is lost."""
+    storage = _storage(s3_server, s3_bucket)
+    storage.write_bytes("counter", b"0")
+    cfg = {"hoodie.write.lock.wait_time_ms_between_retry": "20"}
+    procs = [subprocess.Popen([sys.executable, "-c", _COUNTER, storage.uri(), json.dumps(s3_server.storage_options),
+                               json.dumps(cfg), "10"], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for proc in procs:
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+    assert storage.read_bytes("counter") == b"30"
+    assert json.loads(storage.read_bytes(LOCK_FILE))["expired"]
+
+
 # -- choosing the lock -----------------------------------------------------------------------------
 def test_defaults_refusals_and_options(s3_server, s3_bucket, tmp_path):
     storage = _storage(s3_server, s3_bucket)
@@ -337,14 +376,12 @@ except HudiError as exc:
 """
 
 
-def test_single_writer_mode_sees_a_second_process_through_the_lock(s3_spark, s3_server, s3_bucket):
+def test_single_writer_mode_sees_a_second_process_through_the_lock(s3_server, s3_table):
     """Writers in three processes start at the same moment in single-writer mode: the lock makes
-    "no write in progress? then request mine" one step, so exactly one starts, the others are told."""
-    path = f"s3a://{s3_bucket}/t"
-    pyhudi.write(s3_spark.createDataFrame([("a", "p0", 1, "x")], "id string, p string, ts long, val string"),
-                 path, BASE)
+    "no write in progress? then request mine" one step, so exactly one starts, the others are told.
+    (The started write is left pending, its heartbeat stopped: this test comes last on the table.)"""
     at = time.time() + 4
-    procs = [subprocess.Popen([sys.executable, "-c", _BEGIN, path, json.dumps(s3_server.storage_options),
+    procs = [subprocess.Popen([sys.executable, "-c", _BEGIN, s3_table, json.dumps(s3_server.storage_options),
                                json.dumps(BASE), str(at)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]
     results = []
