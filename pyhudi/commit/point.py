@@ -109,8 +109,10 @@ class CommitPoint:
                  records: Mapping[str, list[Record]] | None = None,
                  record_index: Builder | None = None) -> Instant:
         """Apply the action to the metadata table with this point's options, then complete it
-        (the caller holds the table lock). ``rebuild``, ``written``, ``records``,
-        ``record_index``: as :func:`~pyhudi.commit.metadata_sync.complete_instant` takes them."""
+        (the caller holds the table lock, and it must still be surely held: a lapsed lease
+        refuses). ``rebuild``, ``written``, ``records``, ``record_index``: as
+        :func:`~pyhudi.commit.metadata_sync.complete_instant` takes them."""
+        self.lock.verify()
         return complete_instant(self.table.storage, timeline, instant, action, content, options=self.metadata,
                                 rebuild=rebuild, written=written, records=records, record_index=record_index)
 

@@ -35,7 +35,7 @@ from pyhudi.actions.rollback import (
 from pyhudi.commit.metadata_sync import prepare_metadata_table
 from pyhudi.commit.point import CommitPoint, Expect, gone_reason
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiConfigError, HudiWriteConflictError
+from pyhudi.errors import HudiCommitError, HudiConcurrentWriteError, HudiWriteConflictError
 from pyhudi.metadata.table import Builder
 from pyhudi.plans.clustering import allows_updates, clustering_file_groups, update_refused
 from pyhudi.storage import Storage
@@ -67,12 +67,10 @@ class WriteTransaction:
         self.table = table
         self.cfg = cfg
         self.concurrency = Concurrency.of(cfg)
-        if self.concurrency.optimistic and not table.storage.is_local and not cfg.get(C.LOCK_PROVIDER):
-            raise HudiConfigError(
-                f"optimistic concurrency control on {table.path} needs a lock all writers share: set "
-                "hoodie.write.lock.provider (the in-process lock, for writers in one process, or a Python "
-                "LockProvider of your own); the file-system lock works on local paths only")
         self.point = CommitPoint.of(table, cfg)
+        # the lock is made now: a set-up under which writers in two processes could both commit
+        # (the in-process lock on S3, optimistic concurrency without exclusive creates) fails here
+        # (pyhudi.transaction.lock.check_lock_choice), before anything is written
         self.lock: TableLock = self.point.lock
         self.instant: str | None = None
         self.action: str | None = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyhudi.config.registry import (
+    DERIVED,
     choice,
     class_choice,
     option,
@@ -14,6 +15,7 @@ from pyhudi.config.registry import (
     parse_non_negative_int,
     parse_positive_int,
 )
+from pyhudi.errors import HudiConfigError
 
 UPDATE_STRATEGIES = (
     "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy",
@@ -193,11 +195,16 @@ HEARTBEAT_TOLERABLE_MISSES = option(
 LOCK_PROVIDER = option(
     "hoodie.write.lock.provider", None,
     "Lock that serializes timeline changes (the start and the commit of a write, table services). "
+    "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider (Hudi 1.1's lease in "
+    ".hoodie/.locks/table_lock.json, taken and renewed by conditional writes: S3 and local paths; "
+    "pyhudi and Apache Hudi writers exclude each other through it), "
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider (a lock file; local "
-    "paths), org.apache.hudi.client.transaction.lock.InProcessLockProvider (writers in one process), or "
-    "the dotted name of a Python class implementing pyhudi.transaction.lock.LockProvider. Unset, pyhudi "
-    "uses the file-system lock where storage creates files atomically (local paths) and the in-process "
-    "lock elsewhere; Hudi's ZooKeeper, DynamoDB and Hive metastore locks need a JVM.")
+    "paths), org.apache.hudi.client.transaction.lock.InProcessLockProvider (writers in one process; on "
+    "shared storage only with pyhudi.write.lock.single.process=true), or the dotted name of a Python "
+    "class implementing pyhudi.transaction.lock.LockProvider. Unset, pyhudi uses the file-system lock on "
+    "local paths, the storage-based lock on S3, and the in-process lock where no file can be created "
+    "exclusively (gs://, abfs://, hdfs://: one writer at a time); Hudi's ZooKeeper, DynamoDB and Hive "
+    "metastore locks need a JVM.")
 LOCK_WAIT_MS = option(
     "hoodie.write.lock.wait_time_ms", 60 * 1000,
     "How long one attempt to take the lock waits at the lock provider.", parse_non_negative_int)
@@ -226,6 +233,49 @@ LOCK_FILESYSTEM_EXPIRE = option(
     "Minutes after which a lock file that no live pyhudi process holds (one Apache Hudi's Java writers "
     "left) counts as abandoned and is broken; 0 never. A lock file of a dead pyhudi process is broken at "
     "once (its holder's flock on it is gone).", parse_non_negative_int)
+LOCK_STORAGE_VALIDITY_S = option(
+    "hoodie.write.lock.storage.validity.timeout.secs", 300,
+    "Storage-based lock: seconds each lease is valid for (validUntil = the store's clock + this). The "
+    "holder renews it every hoodie.write.lock.storage.renew.interval.secs; a holder that dies leaves a "
+    "lease others take over once it ran out. At least 10 and at least 10 x the renew interval.",
+    parse_positive_int)
+LOCK_STORAGE_RENEW_S = option(
+    "hoodie.write.lock.storage.renew.interval.secs", 30,
+    "Storage-based lock: seconds between two renewals of the held lease (at least 1).",
+    parse_positive_int, aliases=("hoodie.write.lock.storage.heartbeat.poll.secs",))
+LOCK_SINGLE_PROCESS = option(
+    "pyhudi.write.lock.single.process", False,
+    "pyhudi only: the promise that every writer of the table runs in this one process, which lets "
+    "hoodie.write.lock.provider=InProcessLockProvider serve a table on shared storage (S3, gs://, ...). "
+    "Without it the in-process lock is refused there: it cannot exclude another process, and writers "
+    "in two processes would lose each other's commits.", parse_bool)
+
+
+def storage_lock_timing(validity: Any, renew: Any) -> tuple[int, int]:
+    """The storage-based lock's (lease, renew interval) in seconds, checked as Hudi's
+    ``StorageBasedLockConfig`` checks them: a lease shorter than ten renewals would lapse after a
+    few missed ones, and one under 10 s would lapse in an ordinary pause of the holder."""
+    lease, every = LOCK_STORAGE_VALIDITY_S.parse(validity), LOCK_STORAGE_RENEW_S.parse(renew)
+    if lease < 10 * every:
+        raise HudiConfigError(
+            f"{LOCK_STORAGE_VALIDITY_S.key}={lease} must be at least 10 x {LOCK_STORAGE_RENEW_S.key} "
+            f"(= {10 * every}): raise the first or lower the second")
+    if lease < 10:
+        raise HudiConfigError(f"{LOCK_STORAGE_VALIDITY_S.key}={lease} must be at least 10 seconds")
+    return lease, every
+
+
+def _check_storage_lock_timing(resolved: dict[str, Any]) -> None:
+    """Check the storage-based lock's timing as soon as either key is given, before anything runs."""
+    keys = (LOCK_STORAGE_VALIDITY_S.key, LOCK_STORAGE_RENEW_S.key)
+    if any(resolved.get(k) is not None for k in keys):
+        storage_lock_timing(*(resolved.get(k) if resolved.get(k) is not None else o.default
+                              for k, o in zip(keys, (LOCK_STORAGE_VALIDITY_S, LOCK_STORAGE_RENEW_S))))
+
+
+DERIVED.append(_check_storage_lock_timing)
+
+
 CONFLICT_RESOLUTION_STRATEGY = option(
     "hoodie.write.lock.conflict.resolution.strategy",
     "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy",

@@ -7,11 +7,16 @@ written outside the lock, so writers overlap for all but milliseconds.
 
 Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
 
+* ``StorageBasedLockProvider`` (:mod:`pyhudi.transaction.storage_lock`): Hudi 1.1's lease in
+  ``.hoodie/.locks/table_lock.json``, taken and renewed by conditional writes; the default on S3,
+  and shared with Apache Hudi's writers.
 * ``FileSystemBasedLockProvider``: the file ``lock`` in ``hoodie.write.lock.filesystem.path``
   (default ``.hoodie``), created exclusively, its holder's ``flock`` on it proving the holder
   alive: a lock left by a dead pyhudi process is broken at once, one another program left after
   ``hoodie.write.lock.filesystem.expire`` minutes if that is set.
-* ``InProcessLockProvider``: a lock per table path shared by the threads of one process.
+* ``InProcessLockProvider``: a lock per table path shared by the threads of one process; on
+  shared storage only when the user promises a single process (:func:`check_lock_choice`), and the
+  default only where nothing better works (gs://, abfs://, hdfs://: one writer at a time).
 * any Python class implementing :class:`LockProvider`, named by its dotted path.
 
 :class:`TableLock` adds what every provider needs: re-entry by the thread that holds it (a write
@@ -20,12 +25,12 @@ start that rolls back a failed write takes the lock once), and Hudi's client ret
 apart, each waiting up to ``hoodie.write.lock.wait_time_ms``). Taking the lock also finishes an
 interrupted update of ``hoodie.properties`` (:func:`~pyhudi.config.properties.recover_table_config`),
 as Hudi's writers do before they change the config, so every writer and table service works on a
-restored config.
+restored config. A lock held by a lease is checked again before an instant completes
+(:meth:`TableLock.verify`).
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import fcntl
 import functools
@@ -44,73 +49,31 @@ from pyhudi.config import HudiConfig
 from pyhudi.config.properties import recover_table_config
 from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
 from pyhudi.storage import Storage
+from pyhudi.transaction.provider import BuiltInProvider, LockProvider, poll
+from pyhudi.transaction.storage_lock import StorageBasedLockProvider
 
 log = logging.getLogger("pyhudi")
 
 _HUDI = "org.apache.hudi.client.transaction.lock."
 FILE_SYSTEM = _HUDI + "FileSystemBasedLockProvider"
 IN_PROCESS = _HUDI + "InProcessLockProvider"
+STORAGE_BASED = _HUDI + "StorageBasedLockProvider"
 _JVM_ONLY = ("ZookeeperBasedLockProvider", "DynamoDBBasedLockProvider", "HiveMetastoreBasedLockProvider",
-             "ZookeeperBasedImplicitBasePathLockProvider", "StorageBasedLockProvider")
+             "ZookeeperBasedImplicitBasePathLockProvider")
 LOCK_FILE = "lock"
 
-
-class LockProvider(abc.ABC):
-    """A lock shared by every writer of one table (the interface custom providers implement).
-
-    ``__init__(table_path, options)`` receives the table's base path and the write options (a
-    mapping of ``hoodie.*`` keys). ``try_lock`` waits up to ``timeout_s`` and says whether it got
-    the lock; ``unlock`` releases it. Re-entry and retries are handled by the caller, so a provider
-    never sees two ``try_lock`` calls from one holder.
-    """
-
-    def __init__(self, table_path: str, options: Mapping[str, Any]) -> None:
-        self.table_path = table_path
-        self.options = options
-
-    @abc.abstractmethod
-    def try_lock(self, timeout_s: float) -> bool: ...
-
-    @abc.abstractmethod
-    def unlock(self) -> None: ...
-
-    def owner(self) -> str | None:
-        """Who holds the lock now, for error messages (None when unknown)."""
-        return None
-
-    @property
-    def key(self) -> str:
-        """What the lock protects; holders with equal keys exclude each other."""
-        return self.table_path
-
-
-def _poll(attempt: Any, timeout_s: float, max_pause_s: float) -> bool:
-    """Call ``attempt`` until it returns True or ``timeout_s`` passes, backing off from 10 ms."""
-    deadline = time.monotonic() + timeout_s
-    pause = 0.01
-    while True:
-        if attempt():
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        time.sleep(min(pause, left))
-        pause = min(pause * 2, max_pause_s)
+#: pyhudi's own providers get the table's Storage (the names kept for code that imports them from here)
+_BuiltIn = BuiltInProvider
+__all__ = ["FILE_SYSTEM", "IN_PROCESS", "STORAGE_BASED", "FileSystemLockProvider", "InProcessLockProvider",
+           "LockProvider", "StorageBasedLockProvider", "TableLock", "check_lock_choice", "provider_class",
+           "under_table_lock"]
 
 
 _IN_PROCESS_LOCKS: dict[str, threading.Lock] = {}
 _IN_PROCESS_GUARD = threading.Lock()
 
 
-class _BuiltIn(LockProvider):
-    """pyhudi's own providers: they get the table's :class:`Storage` (with its store settings)."""
-
-    def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
-        super().__init__(table_path, options)
-        self.storage = storage if storage is not None else Storage(table_path)
-
-
-class InProcessLockProvider(_BuiltIn):
+class InProcessLockProvider(BuiltInProvider):
     """One lock per table path for all threads of this process (Hudi's InProcessLockProvider)."""
 
     def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
@@ -131,7 +94,7 @@ class InProcessLockProvider(_BuiltIn):
         self._lock.release()
 
 
-class FileSystemLockProvider(_BuiltIn):
+class FileSystemLockProvider(BuiltInProvider):
     """A lock file created exclusively (Hudi's FileSystemBasedLockProvider), local paths only.
 
     The file exists exactly while the lock is held, as Hudi's provider keeps it. Its creator also
@@ -151,8 +114,8 @@ class FileSystemLockProvider(_BuiltIn):
         if not self.storage.is_local:
             raise HudiUnsupportedError(
                 f"the file-system lock needs a local path ({self.storage.uri(self.rel)} is not): object stores "
-                f"cannot create a file exclusively. Use {IN_PROCESS} for writers in one process, or a lock "
-                "provider of your own (hoodie.write.lock.provider=your.module.YourLockProvider)")
+                f"cannot hold an flock. Use {STORAGE_BASED} (S3), or a lock provider of your own "
+                "(hoodie.write.lock.provider=your.module.YourLockProvider)")
         self.path = self.storage.full(self.rel)
         self.expire_s = cfg.get(C.LOCK_FILESYSTEM_EXPIRE) * 60.0
         self._max_pause = cfg.get(C.LOCK_RETRY_WAIT_MS) / 1000.0
@@ -218,7 +181,7 @@ class FileSystemLockProvider(_BuiltIn):
             os.close(fd)
 
     def try_lock(self, timeout_s: float) -> bool:
-        return _poll(self._attempt, timeout_s, self._max_pause)
+        return poll(self._attempt, timeout_s, self._max_pause)
 
     def unlock(self) -> None:
         fd, self._fd = self._fd, None
@@ -249,18 +212,25 @@ class FileSystemLockProvider(_BuiltIn):
 
 
 def provider_class(name: str | None, storage: Storage) -> type[LockProvider]:
-    """The provider class ``hoodie.write.lock.provider`` names (or the default for this storage)."""
+    """The provider class ``hoodie.write.lock.provider`` names, or the default for this storage:
+    the file-system lock on local paths, the storage-based lock where files can be created
+    exclusively (S3), the in-process lock elsewhere (gs://, abfs://, hdfs://: one writer at a time)."""
     if not name:
-        return FileSystemLockProvider if storage.is_local else InProcessLockProvider
+        if storage.is_local:
+            return FileSystemLockProvider
+        return StorageBasedLockProvider if storage.exclusive_create else InProcessLockProvider
     short = name.rsplit(".", 1)[-1]
     if name in (FILE_SYSTEM, "FileSystemBasedLockProvider"):
         return FileSystemLockProvider
     if name in (IN_PROCESS, "InProcessLockProvider"):
         return InProcessLockProvider
+    if name in (STORAGE_BASED, "StorageBasedLockProvider"):
+        return StorageBasedLockProvider
     if short in _JVM_ONLY:
         raise HudiUnsupportedError(
-            f"hoodie.write.lock.provider={name} needs Apache Hudi's JVM client; use {FILE_SYSTEM} (local paths), "
-            f"{IN_PROCESS} (one process) or a Python class implementing pyhudi.transaction.lock.LockProvider")
+            f"hoodie.write.lock.provider={name} needs Apache Hudi's JVM client; use {STORAGE_BASED} (S3, local "
+            f"paths), {FILE_SYSTEM} (local paths), {IN_PROCESS} (one process) or a Python class implementing "
+            "pyhudi.transaction.lock.LockProvider")
     module, _, cls_name = name.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), cls_name) if module else None
@@ -270,6 +240,31 @@ def provider_class(name: str | None, storage: Storage) -> type[LockProvider]:
         raise HudiConfigError(f"hoodie.write.lock.provider={name} is not a subclass of "
                               "pyhudi.transaction.lock.LockProvider")
     return cls
+
+
+def check_lock_choice(storage: Storage, cfg: HudiConfig, cls: type[LockProvider]) -> None:
+    """Refuse lock set-ups under which writers in two processes could both commit unseen:
+    optimistic concurrency control where files cannot be created exclusively (every writer's
+    instants and log files rest on that), and the in-process lock on shared storage, which
+    excludes nothing outside this process, unless the user promises one process
+    (``pyhudi.write.lock.single.process``). In single-writer mode the in-process lock is refused
+    only where a lock that works across processes exists (S3): there a second writer must be seen."""
+    occ = cfg.get(C.WRITE_CONCURRENCY_MODE) == C.OCC
+    if occ and not storage.exclusive_create:
+        why = ("fs.s3a.create.conditional.enabled=false says this store does not honour conditional writes"
+               if storage.is_s3 else "pyarrow offers no exclusive create there")
+        raise HudiConfigError(
+            f"optimistic concurrency control on {storage.uri()} needs files created only-if-absent, and {why}: "
+            "writers side by side would overwrite each other's instants and log files. Run one writer at a time "
+            "(hoodie.write.concurrency.mode=SINGLE_WRITER)")
+    if cls is not InProcessLockProvider or storage.is_local or cfg.get(C.LOCK_SINGLE_PROCESS):
+        return
+    if occ or (cfg.get(C.LOCK_PROVIDER) and storage.exclusive_create):
+        raise HudiConfigError(
+            f"{IN_PROCESS} cannot exclude writers in other processes, and {storage.uri()} is shared storage: two "
+            f"processes writing it would lose each other's commits. Remove hoodie.write.lock.provider (the default "
+            f"there is {STORAGE_BASED}), or, if every writer of the table runs in this one process, set "
+            f"{C.LOCK_SINGLE_PROCESS.key}=true")
 
 
 # (provider key) -> (holding thread, depth, the provider that took it): re-entry by the holder
@@ -284,8 +279,9 @@ class TableLock:
         self.storage = table if isinstance(table, Storage) else Storage(table)
         self.cfg = cfg
         cls = provider_class(cfg.get(C.LOCK_PROVIDER), self.storage)
+        check_lock_choice(self.storage, cfg, cls)
         # pyhudi's own providers reach the store with the table's settings; others get the path
-        self.provider = cls(self.storage.uri(), cfg.raw, storage=self.storage) if issubclass(cls, _BuiltIn) \
+        self.provider = cls(self.storage.uri(), cfg.raw, storage=self.storage) if issubclass(cls, BuiltInProvider) \
             else cls(self.storage.uri(), cfg.raw)
 
     def acquire(self) -> None:
@@ -328,6 +324,20 @@ class TableLock:
                 return
             del _HELD[key]
         holder[2].unlock()
+
+    def verify(self) -> None:
+        """Raise :class:`HudiLockError` if this thread holds the lock but no longer surely (a lease
+        whose renewals failed, or that another writer took over): completing an instant then could
+        race the writer that holds it now. A lock this thread does not hold is its caller's business."""
+        with _HELD_GUARD:
+            holder = _HELD.get(self.provider.key)
+        if holder is None or holder[0] != threading.get_ident() or holder[2].still_held():
+            return
+        owner = holder[2].owner()
+        raise HudiLockError(
+            f"the lock of {self.provider.table_path} ({type(holder[2]).__name__}) is no longer surely held by this "
+            "writer: its lease lapsed or was taken over" + (f" (now: {owner})" if owner else "")
+            + "; nothing was completed. Check the store's availability and run the operation again")
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
