@@ -17,12 +17,24 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import parse_qs, unquote
 
 ACCESS_KEY = "pyhudi-test"
 SECRET_KEY = "pyhudi-test-secret"
 REGION = "us-east-1"
 _REQUEST = re.compile(r'"(GET|PUT|POST|HEAD|DELETE) (\S+) HTTP/[\d.]+" (\d{3})')
 _COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Request(NamedTuple):
+    """One request the server answered: method (LIST for a bucket listing), key (a listing's
+    prefix), query string and HTTP status."""
+
+    method: str
+    key: str
+    query: str
+    status: int
 
 
 def free_port() -> int:
@@ -95,6 +107,25 @@ class S3Server:
                 method = "LIST"
             counts[method] += 1
         return counts
+
+    def request_log(self, mark: int, bucket: str) -> list[Request]:
+        """The requests to ``bucket`` since ``mark``, in order, for tests that look at keys (a HEAD
+        of a key before its GET, a PUT of a folder marker, the prefixes listed)."""
+        time.sleep(0.05)  # the server writes its log line after answering
+        with open(self.log_path) as f:
+            f.seek(mark)
+            text = _COLOUR.sub("", f.read())
+        out = []
+        for method, target, status in _REQUEST.findall(text):
+            path, _, query = target.partition("?")
+            name, _, key = path.lstrip("/").partition("/")
+            if name != bucket:
+                continue
+            if method == "GET" and not key and query:
+                method = "LIST"
+                key = parse_qs(query).get("prefix", [""])[0]
+            out.append(Request(method, unquote(key), query, int(status)))
+        return out
 
     def stop(self) -> None:
         self.process.terminate()

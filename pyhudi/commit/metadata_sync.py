@@ -76,12 +76,14 @@ def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataWriter | 
 
 
 def partition_records(mdt: MetadataWriter, storage: Storage, action: str, content: bytes, *, source: str,
-                      stats_columns: tuple[str, ...] = ()) -> tuple[dict[str, list[Record]], list[str]]:
+                      stats_columns: tuple[str, ...] = (),
+                      have: Mapping[str, list[str]] | None = None) -> tuple[dict[str, list[Record]], list[str]]:
     """(records of a completed action per MDT partition the table has, data instants it rolls back);
-    ``stats_columns``: the columns whose statistics new base files get (empty: all)."""
+    ``stats_columns``: the columns whose statistics new base files get (empty: all); ``have``: the
+    MDT's partitions as just listed (default: list them)."""
     files, undo, written = action_records(action, content, source=source)
     out = {FILES_PARTITION: files}
-    have = mdt.partitions()
+    have = mdt.partitions() if have is None else have
     if COLUMN_STATS_PARTITION in have:
         out[COLUMN_STATS_PARTITION] = (column_stats.retired_records(files, indexed_columns(storage))
                                        + column_stats.base_file_records(storage, written, columns=stats_columns))
@@ -157,13 +159,14 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
                         storage.base_uri, ", ".join(lag[:3]))
             _set_partitions(storage, None)
         else:
+            # the partitions listed above serve the whole update (only a rebuild changes them)
             found, undo = partition_records(mdt, storage, action, content, source=f"{action} {instant}",
-                                            stats_columns=options.stats_columns)
+                                            stats_columns=options.stats_columns, have=have)
             for partition, extra in (records or {}).items():
                 if partition in found:
                     found[partition] = found[partition] + list(extra)
             mdt.apply(instant, found, timeline, undo=undo, max_delta_commits=options.max_delta_commits,
-                      written=written)
+                      written=written, existing=have)
     return timeline.complete(instant, action, content)
 
 

@@ -83,7 +83,7 @@ from pyhudi.timeline.archive import archive_instants
 from pyhudi.timeline.avro_records import CLEANER_PLAN, write_record
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.completion import complete_plainly
-from pyhudi.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT
+from pyhudi.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.write.markers import APPEND, CREATE, create_marker, delete_markers
 
@@ -160,13 +160,15 @@ class MetadataWriter(MetadataTable):
     # -- updates ---------------------------------------------------------------------------------
     def apply(self, instant: str, records: Mapping[str, Records], data_timeline: Timeline, *,
               max_delta_commits: int, undo: Iterable[str] = (),
-              written: Mapping[str, list[WriteStat]] | None = None) -> None:
+              written: Mapping[str, list[WriteStat]] | None = None,
+              existing: Mapping[str, list[str]] | None = None) -> None:
         """Apply one data-table action as the MDT delta commit ``instant`` (the caller holds the
         table lock and completes the data instant right after): ``records`` per MDT partition
         (those the MDT does not have are left out). ``undo``: data instants the action rolls
         back, whose MDT delta commits go first. ``written``: log files of this delta commit that
         executors wrote already (the record index), moved into the current slice of their file
-        group if a compaction started a new one since."""
+        group if a compaction started a new one since. ``existing``: :meth:`partitions` as the
+        caller listed them under the same lock (default: list them)."""
         tl = self.timeline.reload()
         rollback_times = self._rollback_times(instant)
         self._finish_interrupted(tl, keep=instant, rollback_times=rollback_times)
@@ -175,14 +177,15 @@ class MetadataWriter(MetadataTable):
                 self._undo(tl, target, next(rollback_times))
         if any(i.timestamp == instant for i in tl.instants()):  # an earlier attempt: apply it afresh
             self._undo(tl, instant, next(rollback_times))
-        self._compact_if_due(data_timeline, max_delta_commits)
         base = self.base_instant()
+        if self._compact_if_due(data_timeline, max_delta_commits, base=base or "") is not None:
+            base = self.base_instant()  # the compaction's
         if base is None:
             raise HudiCorruptFileError(f"the metadata table {self.storage.base_uri} has no base file")
         tl.create_requested(instant, DELTA_COMMIT)
         tl.transition_inflight(instant, DELTA_COMMIT)
         stats: dict[str, list[WriteStat]] = {}
-        existing = self.partitions()
+        existing = self.partitions() if existing is None else existing
         for partition, part_records in sorted(records.items()):
             if partition not in existing:
                 continue
@@ -266,18 +269,20 @@ class MetadataWriter(MetadataTable):
     def _finish_interrupted(self, tl: Timeline, *, keep: str, rollback_times: Iterator[str]) -> None:
         """Finish what a crash left pending in the MDT: its rollbacks and cleans run to the end;
         its delta commits and compactions (whose data instants never completed) are undone."""
-        finish_pending_rollbacks(self.storage, tl, complete=complete_plainly)
-        for inst in tl.pending([CLEAN]):
-            run_clean(HudiTable(self.storage), inst.timestamp, complete=complete_plainly)
-        tl.reload()
+        if tl.pending([ROLLBACK, CLEAN]):  # then see the timeline afresh after finishing them
+            finish_pending_rollbacks(self.storage, tl, complete=complete_plainly)
+            for inst in tl.pending([CLEAN]):
+                run_clean(HudiTable(self.storage), inst.timestamp, complete=complete_plainly)
+            tl.reload()
         for inst in tl.pending([DELTA_COMMIT, COMPACTION]):
             if inst.timestamp != keep:
                 self._undo(tl, inst.timestamp, next(rollback_times))
 
     # -- compaction, clean, archival ---------------------------------------------------------------
-    def _compact_if_due(self, data_timeline: Timeline, max_delta_commits: int) -> str | None:
+    def _compact_if_due(self, data_timeline: Timeline, max_delta_commits: int, *,
+                        base: str | None = None) -> str | None:
         tl = self.timeline
-        base = self.base_instant() or ""
+        base = (self.base_instant() or "") if base is None else base
         deltas = [i.timestamp for i in tl.completed([DELTA_COMMIT]) if i.timestamp > base]
         if len(deltas) < max(1, max_delta_commits):
             return None

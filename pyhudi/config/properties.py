@@ -325,13 +325,25 @@ def _read_checked(storage: Storage, rel: str) -> tuple[dict[str, str] | None, by
         return None, b"", "does not exist"
     except OSError as exc:
         return None, b"", f"cannot be read ({exc})"
+    props, problem = _checked(data)
+    return props, data, problem
+
+
+def _checked(data: bytes) -> tuple[dict[str, str] | None, str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, data, "is not a text file"
+        return None, "is not a text file"
     props = parse_properties(text)
     problem = config_problem(props)
-    return (None, data, problem) if problem else (props, data, "")
+    return (None, problem) if problem else (props, "")
+
+
+def table_config_of(storage: Storage, data: bytes) -> TableConfig | None:
+    """The config in ``data`` (the bytes of ``hoodie.properties`` read already), None when they
+    are not a valid one (then :func:`load_table_config` knows what to do)."""
+    props, _problem = _checked(data)
+    return None if props is None else _known_version(storage, TableConfig(props))
 
 
 def _unreadable(storage: Storage, problems: Mapping[str, str]) -> HudiTablePropertiesError:
@@ -346,6 +358,21 @@ def _unreadable(storage: Storage, problems: Mapping[str, str]) -> HudiTablePrope
         f"{text}, and {storage.full(BACKUP_FILE)} {backup}. Check whether either file can be repaired "
         f"(the backup holds the settings before the last update of the table config), or restore "
         ".hoodie/hoodie.properties from a copy of the table; pyhudi neither reads nor writes the table until then")
+
+
+def read_table_config(storage: Storage) -> TableConfig | None:
+    """The table config from ``hoodie.properties`` when it is there and valid (one read); None
+    when there is no ``hoodie.properties``. A damaged one is left to :func:`load_table_config`
+    (the backup, the retries, the error), as if read by it.
+
+    Opening a table asks this first: the common case costs one GET on an object store, where
+    checking that the file exists before reading it costs two requests."""
+    props, _data, problem = _read_checked(storage, PROPERTIES_FILE)
+    if props is not None:
+        return _known_version(storage, TableConfig(props))
+    if problem == "does not exist":
+        return None
+    return load_table_config(storage)
 
 
 def load_table_config(storage: Storage, *, attempts: int = READ_ATTEMPTS) -> TableConfig:
@@ -394,12 +421,13 @@ def recover_table_config(storage: Storage) -> bool:
     * Neither valid: nothing is changed and nothing deleted (Hudi deletes both; pyhudi keeps them
       for the user to repair) and :class:`HudiTablePropertiesError` says so. No backup and no
       ``hoodie.properties`` at all (a new table) is not an error."""
+    # without a backup there is nothing to delete or restore, whatever hoodie.properties holds:
+    # one probe then, where reading hoodie.properties first would cost a request more per lock
+    if not storage.exists(BACKUP_FILE):
+        return False
     current, _data, _problem = _read_checked(storage, PROPERTIES_FILE)
     if current is not None:
-        if storage.exists(BACKUP_FILE):
-            storage.delete(BACKUP_FILE)
-        return False
-    if not storage.exists(BACKUP_FILE):
+        storage.delete(BACKUP_FILE)
         return False
     backup, data, _problem = _read_checked(storage, BACKUP_FILE)
     if backup is None:

@@ -156,11 +156,13 @@ class FileListing:
 
 
 def read_files_partition(storage: Storage, *, mdt_completed: dict[str, str | None],
-                         data_completed: set[str] | None = None, archived_before: str | None = None) -> FileListing:
+                         data_completed: set[str] | None = None, archived_before: str | None = None,
+                         listed: list[FileInfo] | None = None) -> FileListing:
     """The listing the ``files`` partition holds (see :func:`read_partition` for the arguments)."""
     listing = FileListing()
     for key, record in read_partition(storage, FILES_PARTITION, mdt_completed=mdt_completed,
-                                      data_completed=data_completed, archived_before=archived_before):
+                                      data_completed=data_completed, archived_before=archived_before,
+                                      listed=listed):
         listing.apply(key, record)
     return listing
 
@@ -180,11 +182,12 @@ class MdtSlice:
 
 
 def latest_slices(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
-                  data_completed: set[str] | None = None, archived_before: str | None = None) -> list[MdtSlice]:
+                  data_completed: set[str] | None = None, archived_before: str | None = None,
+                  listed: list[FileInfo] | None = None) -> list[MdtSlice]:
     """The latest slice of every file group of an MDT partition (see :func:`read_partition`)."""
     folder = f"{METADATA_FOLDER}/{partition}"
     groups: dict[str, tuple[list[tuple[str, str, FileInfo]], list[tuple[str, FileInfo, str]]]] = {}
-    for info in storage.list_files(folder):
+    for info in storage.list_files(folder) if listed is None else listed:
         if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None:
             groups.setdefault(parsed.file_id, ([], []))[0].append((parsed.instant_time, info.name, info))
         elif (log_name := parse_log_file(info.name)) is not None:
@@ -222,7 +225,8 @@ def latest_slices(storage: Storage, partition: str, *, mdt_completed: dict[str, 
 
 def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str, str | None],
                    data_completed: set[str] | None = None, archived_before: str | None = None,
-                   key_prefixes: tuple[str, ...] | None = None) -> list[tuple[str, dict]]:
+                   key_prefixes: tuple[str, ...] | None = None,
+                   listed: list[FileInfo] | None = None) -> list[tuple[str, dict]]:
     """The records of an MDT partition in the order they merge: per file group, its latest
     completed base file, then the log blocks written after it by completed instants.
 
@@ -235,11 +239,12 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
 
     Which log blocks follow the base file depends on the table version: in version 6 a log file
     names the base instant of its slice; from version 8 a log file belongs to the newest slice
-    whose (compaction) instant is older than its delta commit's completion.
+    whose (compaction) instant is older than its delta commit's completion. ``listed``: the
+    partition's files as listed just before (default: list them now).
     """
     out: list[tuple[str, dict]] = []
     for piece in latest_slices(storage, partition, mdt_completed=mdt_completed, data_completed=data_completed,
-                               archived_before=archived_before):
+                               archived_before=archived_before, listed=listed):
         if piece.base is not None:
             out.extend(_decoded(storage, *piece.base, key_prefixes)[0][2])
         blocks = []

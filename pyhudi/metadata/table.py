@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from pyhudi.config import properties as P
-from pyhudi.config.properties import load_table_config
+from pyhudi.config.properties import read_table_config, table_config_of
 from pyhudi.io.file_names import parse_base_file, slice_key
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.files import (
@@ -31,7 +31,7 @@ from pyhudi.metadata.files import (
     read_files_partition,
     read_partition,
 )
-from pyhudi.storage import Storage
+from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.commit_metadata import WriteStat
 from pyhudi.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK
 from pyhudi.timeline.timeline import Timeline
@@ -80,33 +80,52 @@ class MetadataTable:
         self.data_storage = data_storage
         self.storage = data_storage.child(METADATA_FOLDER)
         self._timeline: Timeline | None = None
+        #: what the last :meth:`exists` read of ``hoodie.properties``, for the timeline made next
+        self._read: tuple[bytes | None] | None = None
 
     # -- state ---------------------------------------------------------------------------------
     def exists(self) -> bool:
-        return self.storage.exists(P.PROPERTIES_FILE)
+        """Whether the MDT has its ``hoodie.properties``: read, not probed, because its timeline
+        (made next, as a rule) needs what it says, and a read costs no more than a probe."""
+        self._read = (self.storage.read_bytes_or_none(P.PROPERTIES_FILE),)
+        return self._read[0] is not None
 
     @property
     def timeline(self) -> Timeline:
         if self._timeline is None:
-            layout = load_table_config(self.storage).layout_version if self.exists() else 1
-            self._timeline = Timeline(self.storage, layout_version=layout)
+            # hoodie.properties read once, not probed first; no MDT (no file) is layout 1
+            read, self._read = self._read, None
+            config = table_config_of(self.storage, read[0]) if read is not None and read[0] is not None else None
+            if config is None and (read is None or read[0] is not None):  # not read yet, or damaged
+                config = read_table_config(self.storage)
+            self._timeline = Timeline(self.storage, layout_version=config.layout_version if config else 1)
         return self._timeline
 
     def completed(self) -> dict[str, str | None]:
         return {i.timestamp: i.completion_time for i in self.timeline.completed()}
 
-    def base_instant(self) -> str | None:
-        """Time of the newest completed base file (the init delta commit's, or a compaction's)."""
+    def list_files_partition(self) -> list[FileInfo]:
+        """The files of the ``files`` partition: one listing that :meth:`lag` and :meth:`listing`
+        can share, where each would list the folder again."""
+        return self.storage.list_files(FILES_PARTITION)
+
+    def base_instant(self, *, files: list[FileInfo] | None = None) -> str | None:
+        """Time of the newest completed base file (the init delta commit's, or a compaction's);
+        ``files``: the ``files`` partition as listed just before (default: list it now)."""
         done = self.completed()
-        bases = [parsed.instant_time for info in self.storage.list_files(FILES_PARTITION)
+        bases = [parsed.instant_time for info in (self.list_files_partition() if files is None else files)
                  if info.name.endswith(".hfile") and (parsed := parse_base_file(info.name)) is not None
                  and parsed.instant_time in done]
         return max(bases) if bases else None
 
     def partitions(self) -> dict[str, list[str]]:
-        """The MDT partitions pyhudi writes that exist, with their file groups."""
+        """The MDT partitions pyhudi writes that exist, with their file groups (one listing of the
+        MDT's folder, then one of each partition found there)."""
+        present = set(self.storage.list_dirs(""))
         out = {}
         for partition in PREFIXES:
+            if partition not in present:
+                continue
             groups = sorted({key[0] for info in self.storage.list_files(partition) if (key := slice_key(info.name))})
             if groups:
                 out[partition] = groups
@@ -116,20 +135,22 @@ class MetadataTable:
         commits = self.timeline.completed([COMMIT])
         return commits[-1].timestamp if commits else None
 
-    def lag(self, data_timeline: Timeline) -> list[str]:
-        """Completed data instants the MDT has not applied (it is behind when any)."""
-        base = self.base_instant()
+    def lag(self, data_timeline: Timeline, *, files: list[FileInfo] | None = None) -> list[str]:
+        """Completed data instants the MDT has not applied (it is behind when any); ``files``: as
+        for :meth:`base_instant`."""
+        base = self.base_instant(files=files)
         if base is None:
             return ["(no base file)"]
         applied = {i.timestamp for i in self.timeline.completed([DELTA_COMMIT])}
         return [i.timestamp for i in data_timeline.completed(FILE_ACTIONS)
                 if i.timestamp > base and i.timestamp not in applied]
 
-    def listing(self, data_timeline: Timeline) -> FileListing:
-        """The data table's files as the MDT lists them, trusting only completed data instants."""
+    def listing(self, data_timeline: Timeline, *, files: list[FileInfo] | None = None) -> FileListing:
+        """The data table's files as the MDT lists them, trusting only completed data instants;
+        ``files``: as for :meth:`base_instant`."""
         return read_files_partition(self.data_storage, mdt_completed=self.completed(),
                                     data_completed={i.timestamp for i in data_timeline.completed()},
-                                    archived_before=data_timeline.archived_before())
+                                    archived_before=data_timeline.archived_before(), listed=files)
 
     def current_base(self, partition: str, group: str) -> str:
         """The base instant of a file group's latest completed slice (new log files name it)."""

@@ -40,7 +40,7 @@ from pyhudi.io.log_format import (
     LogBlock,
     data_block_records,
     delete_block_records,
-    read_log_file,
+    read_blocks,
 )
 from pyhudi.storage import Storage
 
@@ -142,10 +142,11 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
     blocks: list[LogBlock] = []
     sources: list[str] = []
     for path in log_files:
-        found = read_log_file(storage, path)
+        data = storage.read_bytes(path)  # its size is its length: no second request for it
+        found = read_blocks(data, source=storage.full(path))
         blocks.extend(found)
         sources.extend([f"log file {path}"] * len(found))
-        scan.log_bytes += storage.size(path)
+        scan.log_bytes += len(data)
     scan.blocks = len(blocks)
     rolled_back = {b.target_instant_time for b in blocks if _is_rollback(b)}
     for pos, block in enumerate(blocks):

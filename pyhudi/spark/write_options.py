@@ -68,7 +68,7 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     if mode not in ("append", "overwrite"):
         raise HudiConfigError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     path = storage.uri()
-    table = HudiTable(storage) if HudiTable.exists(storage) else None
+    table = HudiTable.open_if_exists(storage)
     if table is not None:
         if table.config.version not in (5, 6):
             raise HudiUnsupportedError(

@@ -8,7 +8,9 @@ metadata table, locks and services reach the store exactly as the driver does.
 Hudi's atomicity rests on two primitives here: create-if-absent (timeline instants, log files,
 archive files, lock files: ``O_EXCL`` locally, ``If-None-Match: *`` on S3) and a write that is
 visible only once complete (temp file and rename locally; an object PUT is atomic by itself).
-Object stores get no directory markers and one PUT per small file.
+Object stores get no directory markers and one PUT per small file. On S3 every probe, read and
+delete is one request (:mod:`pyhudi.storage.s3`): no HEAD before a GET, no listing after a missed
+HEAD, no folder marker put back after a delete.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pyhudi.storage.options import (
     check_scheme,
     split_uri,
 )
+from pyhudi.storage.s3_files import economical
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,9 @@ class FileInfo:
 def _s3_fs(options: StorageOptions) -> pafs.FileSystem:
     kwargs: dict[str, Any] = {
         "region": options.region or "us-east-1",
+        # throttling (503 SlowDown), 5xx and timeouts: retried with exponential backoff, as boto3 does
         "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=options.max_attempts),
+        "connect_timeout": options.connect_timeout_s, "request_timeout": options.read_timeout_s,
         "check_directory_existence_before_creation": False,
         "allow_bucket_creation": False, "allow_bucket_deletion": False,
     }
@@ -60,7 +65,7 @@ def _s3_fs(options: StorageOptions) -> pafs.FileSystem:
                       session_token=options.session_token)
     if options.path_style is False:
         kwargs["force_virtual_addressing"] = True
-    return pafs.S3FileSystem(**kwargs)
+    return economical(options, pafs.S3FileSystem(**kwargs))
 
 
 def _resolve(uri: str, options: StorageOptions) -> tuple[pafs.FileSystem, str]:
@@ -132,18 +137,48 @@ class Storage:
         bucket, _, key = self.full(rel).partition("/")
         return bucket, key
 
+    def _folder_key(self, rel: str) -> tuple[str, str]:
+        """Bucket and key prefix of the objects inside a folder (``key/``; ``""`` for the bucket)."""
+        bucket, key = self._bucket_key(rel)
+        return bucket, key.rstrip("/") + "/" if key.strip("/") else ""
+
     # -- reading ----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
+        """Whether a file exists (folders: :meth:`is_dir`); one HEAD on S3."""
+        if self.is_s3:
+            return s3.head(self.options, *self._bucket_key(rel)) is not None
         return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
 
     def is_dir(self, rel: str) -> bool:
+        """Whether a folder exists; on object stores, whether any file lies below it (one LIST on S3)."""
+        if self.is_s3:
+            return s3.has_prefix(self.options, *self._folder_key(rel))
         return self.fs.get_file_info(self.full(rel)).type == pafs.FileType.Directory
 
     def read_bytes(self, rel: str) -> bytes:
-        with self.fs.open_input_stream(self.full(rel)) as f:
-            return bytes(f.read())
+        """A whole file; :class:`FileNotFoundError` if absent (one GET on S3, no HEAD first)."""
+        data = self.read_bytes_or_none(rel)
+        if data is None:
+            raise FileNotFoundError(self.full(rel))
+        return data
+
+    def read_bytes_or_none(self, rel: str) -> bytes | None:
+        """A whole file, None if absent: for files that may be missing, without asking first."""
+        if self.is_s3:
+            state = s3.get(self.options, *self._bucket_key(rel))
+            return None if state is None else state.body
+        try:
+            with self.fs.open_input_stream(self.full(rel)) as f:
+                return bytes(f.read())
+        except FileNotFoundError:
+            return None
 
     def size(self, rel: str) -> int:
+        if self.is_s3:
+            found = s3.head(self.options, *self._bucket_key(rel))
+            if found is None:
+                raise FileNotFoundError(self.full(rel))
+            return int(found.get("ContentLength") or 0)
         info = self.fs.get_file_info(self.full(rel))
         if info.type == pafs.FileType.NotFound:
             raise FileNotFoundError(self.full(rel))
@@ -151,6 +186,12 @@ class Storage:
 
     def mtime_ns(self, rel: str) -> int | None:
         """Modification time of a file in ns since the epoch; None if it does not exist."""
+        if self.is_s3:
+            found = s3.head(self.options, *self._bucket_key(rel))
+            if found is None:
+                return None
+            modified = found.get("LastModified")
+            return round(modified.timestamp() * 1e6) * 1000 if modified is not None else 0  # exact to the µs
         info = self.fs.get_file_info(self.full(rel))
         if info.type == pafs.FileType.NotFound:
             return None
@@ -245,7 +286,13 @@ class Storage:
             f.write(data)
 
     def delete(self, rel: str) -> bool:
-        """Delete a file; False if it was already gone."""
+        """Delete a file; False if it was already gone (on S3 a HEAD tells: :meth:`discard` spares
+        it where nobody asks)."""
+        if self.is_s3:
+            if not self.exists(rel):
+                return False
+            s3.delete(self.options, *self._bucket_key(rel))
+            return True
         try:
             self.fs.delete_file(self.full(rel))
             return True
@@ -256,7 +303,19 @@ class Storage:
                 return False
             raise
 
+    def discard(self, rel: str) -> None:
+        """Delete a file if it exists: one DELETE on S3 (which answers alike whether it did)."""
+        if self.is_s3:
+            s3.delete(self.options, *self._bucket_key(rel))
+            return
+        self.delete(rel)
+
     def delete_dir(self, rel: str) -> None:
+        """Delete a folder and everything in it (absent is fine). On S3 a listing and one
+        multi-object delete per 1000 files, no probe first and no marker of the parent left."""
+        if self.is_s3:
+            s3.delete_prefix(self.options, *self._folder_key(rel))
+            return
         if self.is_dir(rel):
             self.fs.delete_dir(self.full(rel))
 

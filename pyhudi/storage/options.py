@@ -44,6 +44,8 @@ _S3A = {
     "connection.ssl.enabled": "ssl",
     "create.conditional.enabled": "conditional_create",
     "attempts.maximum": "max_attempts",
+    "connection.establish.timeout": "connect_timeout_s",
+    "connection.timeout": "read_timeout_s",
     "aws.credentials.provider": "credentials_provider",
 }
 #: the same settings by the names hudi-rs / delta-rs (object_store) take
@@ -110,7 +112,10 @@ class StorageOptions:
     ``endpoint`` may carry its scheme (``http://127.0.0.1:9000``); without one, ``ssl`` decides it.
     ``conditional_create`` says the store honours ``If-None-Match: *`` (AWS S3 does since 2024; some
     S3-compatible stores do not): without it no file can be created exclusively, and pyhudi refuses
-    configurations with more than one writer."""
+    configurations with more than one writer. ``max_attempts`` bounds the retries of throttled
+    (503 SlowDown), failed (5xx) and timed-out requests, which back off exponentially;
+    ``connect_timeout_s`` / ``read_timeout_s`` (Hadoop's ``fs.s3a.connection.establish.timeout``
+    / ``fs.s3a.connection.timeout``) end a connection attempt / a stalled read, which is then retried."""
 
     endpoint: str | None = None
     region: str | None = None
@@ -122,6 +127,8 @@ class StorageOptions:
     anonymous: bool = False
     conditional_create: bool = True
     max_attempts: int = 10
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 60.0
     extra: tuple[tuple[str, str], ...] = field(default=())
 
     @property
@@ -140,6 +147,24 @@ class StorageOptions:
         return f"StorageOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())}, credentials={creds})"
 
 
+#: Hadoop duration suffixes (``30s``, ``200000ms``...); a bare number is milliseconds, as in Hadoop 3.3
+_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _seconds(key: str, value: Any) -> float:
+    text = str(value).strip().lower()
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number):].strip() or "ms"
+    try:
+        seconds = float(number) * _UNITS[unit]
+    except (KeyError, ValueError):
+        raise HudiConfigError(f"storage option {key}={value!r} is not a duration (milliseconds, or a number "
+                              "with a unit: 30s, 200000ms, 5m)") from None
+    if seconds <= 0:
+        raise HudiConfigError(f"storage option {key}={value!r} must be longer than zero")
+    return seconds
+
+
 def _apply(values: dict[str, Any], name: str, key: str, value: Any) -> None:
     if value is None or name in values:
         return
@@ -154,6 +179,8 @@ def _apply(values: dict[str, Any], name: str, key: str, value: Any) -> None:
             values[name] = max(1, int(value))
         except ValueError:
             raise HudiConfigError(f"storage option {key}={value!r} is not a whole number") from None
+    elif name in ("connect_timeout_s", "read_timeout_s"):
+        values[name] = _seconds(key, value)
     elif name == "credentials_provider":
         if _ANONYMOUS_PROVIDER in str(value):
             values["anonymous"] = True

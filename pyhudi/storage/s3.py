@@ -1,11 +1,20 @@
 """What pyarrow's S3 file system does not offer, through boto3: exclusive creation, single PUTs,
-conditional replacement and the store's clock.
+conditional replacement, the store's clock, and requests pyarrow makes two or three of.
 
 pyarrow writes every object as a three-request multipart upload and has no conditional PUT.
 Timeline instants must be created exactly once (``If-None-Match: *``), the storage lock replaces
 its file only if unchanged (``If-Match: <etag>``), and most files pyhudi writes are small, so those
-go through boto3 here: one PUT each, retried by botocore's standard retry mode on throttling
-(503 SlowDown) and dropped connections. Reads and listings stay on pyarrow.
+go through boto3 here: one PUT each. pyarrow also sends a HEAD before every read (for the size)
+and re-creates a folder marker after every delete; whole-object reads (:func:`get`), probes
+(:func:`head`), deletes (:func:`delete`, :func:`delete_prefix`) and ranged reads of files whose
+size the listing knew (:class:`RangedFile`) are one request each here. Listings stay on pyarrow.
+
+Retries: botocore's standard mode (exponential backoff with jitter) retries throttling (503
+SlowDown), 5xx answers, timeouts and dropped connections, up to ``max_attempts`` attempts. Every
+request here is safe to repeat: GET, HEAD, DELETE and unconditional PUTs are idempotent, and a
+conditional PUT is checked by the store again on each attempt, so a retry can never create or
+replace what it must not. It can only make a create that did succeed on an attempt whose answer was
+lost look refused (412); :func:`create_new` says so when that may be the case.
 """
 
 from __future__ import annotations
@@ -27,7 +36,14 @@ _CLIENTS_GUARD = threading.Lock()
 
 
 class PreconditionFailed(HudiError):
-    """A conditional write found the object changed (412) or raced another one (409)."""
+    """A conditional write found the object changed (412) or raced another one (409).
+
+    ``retried``: how many times the PUT was repeated after an error or a lost answer; when > 0 an
+    earlier attempt of this very write may be what the store found."""
+
+    def __init__(self, message: str, *, retried: int = 0) -> None:
+        super().__init__(message)
+        self.retried = retried
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ def client(options: StorageOptions) -> Any:
         s3={"addressing_style": "path" if options.path_style or options.path_style is None and options.endpoint
             else "auto"},
         signature_version=UNSIGNED if options.anonymous else None,
-        connect_timeout=10, read_timeout=60,
+        connect_timeout=options.connect_timeout_s, read_timeout=options.read_timeout_s,
     )
     made = boto3.session.Session().client(
         "s3", endpoint_url=options.endpoint_url, region_name=options.region or "us-east-1",
@@ -74,6 +90,19 @@ def _code(exc: Exception) -> tuple[str, int]:
 
 def _is_client_error(exc: Exception) -> bool:
     return type(exc).__name__ == "ClientError" or hasattr(exc, "response")
+
+
+def _not_found(exc: Exception) -> bool:
+    if not _is_client_error(exc):
+        return False
+    code, status = _code(exc)
+    return status == 404 or code in ("NoSuchKey", "404", "NotFound")
+
+
+def _retried(exc: Exception) -> int:
+    """How many times botocore repeated the request that ended in ``exc``."""
+    response = getattr(exc, "response", None) or {}
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
 
 
 def _store_time_ms(response: dict[str, Any]) -> int:
@@ -102,7 +131,7 @@ def put(options: StorageOptions, bucket: str, key: str, data: bytes, *, if_none_
         if _is_client_error(exc):
             code, status = _code(exc)
             if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise PreconditionFailed(f"s3://{bucket}/{key}: {code or status}") from None
+                raise PreconditionFailed(f"s3://{bucket}/{key}: {code or status}", retried=_retried(exc)) from None
         raise
 
 
@@ -110,8 +139,10 @@ def create_new(options: StorageOptions, bucket: str, key: str, data: bytes, show
     """Create an object that must not exist: :class:`HudiFileExistsError` if it does."""
     try:
         put(options, bucket, key, data, if_none_match=True)
-    except PreconditionFailed:
-        raise HudiFileExistsError(f"{shown} already exists; another writer may be using this name") from None
+    except PreconditionFailed as exc:
+        raise HudiFileExistsError(f"{shown} already exists; another writer may be using this name" + (
+            f", or this write made it on an attempt whose answer was lost (the PUT was sent again after "
+            f"{exc.retried} retried attempt(s)); run the operation again" if exc.retried else "")) from None
 
 
 def get(options: StorageOptions, bucket: str, key: str) -> ObjectState | None:
@@ -123,6 +154,75 @@ def get(options: StorageOptions, bucket: str, key: str) -> ObjectState | None:
             return None
         raise
     return ObjectState(str(response.get("ETag", "")), response["Body"].read(), _store_time_ms(response))
+
+
+def head(options: StorageOptions, bucket: str, key: str) -> dict[str, Any] | None:
+    """An object's metadata (``ContentLength``, ``LastModified``, ``ETag``), None if absent: one
+    HEAD, where pyarrow follows a miss with a listing (it looks for a folder of that name)."""
+    try:
+        return dict(client(options).head_object(Bucket=bucket, Key=key))
+    except Exception as exc:
+        if _not_found(exc):
+            return None
+        raise
+
+
+def get_range(options: StorageOptions, bucket: str, key: str, byte_range: str) -> tuple[bytes, str | None]:
+    """Some bytes of an object (``byte_range``: ``bytes=0-99``, ``bytes=-100`` for the last 100)
+    and the ``Content-Range`` it answered with (``bytes 0-99/2000``: the size is behind the slash;
+    None when the whole object came, as for one smaller than asked); :class:`FileNotFoundError`
+    if absent."""
+    try:
+        response = client(options).get_object(Bucket=bucket, Key=key, Range=byte_range)
+    except Exception as exc:
+        if _not_found(exc):
+            raise FileNotFoundError(f"s3://{bucket}/{key}") from None
+        if _code(exc)[1] == 416:  # no byte of an empty object is in any range
+            return b"", "bytes */0"
+        raise
+    return response["Body"].read(), response.get("ContentRange")
+
+
+def open_stream(options: StorageOptions, bucket: str, key: str) -> Any:
+    """An object's body as a stream (one GET, read as it is consumed); :class:`FileNotFoundError`
+    if absent."""
+    try:
+        return client(options).get_object(Bucket=bucket, Key=key)["Body"]
+    except Exception as exc:
+        if _not_found(exc):
+            raise FileNotFoundError(f"s3://{bucket}/{key}") from None
+        raise
+
+
+def delete(options: StorageOptions, bucket: str, key: str) -> None:
+    """Delete an object (absent is fine): one DELETE, and no folder marker put back."""
+    client(options).delete_object(Bucket=bucket, Key=key)
+
+
+def has_prefix(options: StorageOptions, bucket: str, prefix: str) -> bool:
+    """Whether any object's key starts with ``prefix`` (a folder exists): one LIST of one key."""
+    response = client(options).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    return bool(response.get("KeyCount") or response.get("Contents"))
+
+
+def delete_prefix(options: StorageOptions, bucket: str, prefix: str) -> int:
+    """Delete every object under ``prefix`` (a folder): a listing, then one multi-object delete per
+    1000 keys; how many were deleted."""
+    s3 = client(options)
+    deleted = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents") or []]
+        if not keys:
+            continue
+        response = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        errors = response.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise HudiError(f"could not delete s3://{bucket}/{first.get('Key')} ({first.get('Code')}: "
+                            f"{first.get('Message')}) and {len(errors) - 1} more under s3://{bucket}/{prefix}; "
+                            "check the credentials' s3:DeleteObject permission and run again")
+        deleted += len(keys)
+    return deleted
 
 
 def store_time_ms(options: StorageOptions, bucket: str) -> int:

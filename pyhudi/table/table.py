@@ -16,7 +16,13 @@ from typing import Any
 import pyarrow as pa
 
 from pyhudi.config import properties as P
-from pyhudi.config.properties import TableConfig, load_table_config, store_table_config, update_table_config
+from pyhudi.config.properties import (
+    TableConfig,
+    load_table_config,
+    read_table_config,
+    store_table_config,
+    update_table_config,
+)
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
 from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
@@ -99,11 +105,17 @@ class HudiTable:
 
     def __init__(self, path: str | Storage, *, storage_options: Mapping[str, Any] | None = None) -> None:
         self.storage = as_storage(path, storage_options)
-        if not table_exists(self.storage):
-            raise HudiTableNotFoundError(
-                f"{self.storage.uri()} is not a Hudi table: {self.storage.full(P.PROPERTIES_FILE)} does not exist "
-                "(write to it with pyhudi.write first, or check the path)")
-        self.config: TableConfig = load_table_config(self.storage)
+        # read hoodie.properties straight away: asking first whether the table exists costs a
+        # request more on an object store; only a missing file takes the longer way (its backup,
+        # a timeline without it)
+        config = read_table_config(self.storage)
+        if config is None:
+            if not table_exists(self.storage):
+                raise HudiTableNotFoundError(
+                    f"{self.storage.uri()} is not a Hudi table: {self.storage.full(P.PROPERTIES_FILE)} does not exist "
+                    "(write to it with pyhudi.write first, or check the path)")
+            config = load_table_config(self.storage)
+        self.config: TableConfig = config
         self.timeline = Timeline(self.storage, layout_version=self.config.layout_version)
         self._listing_cache: tuple[tuple, FileListing | None] | None = None
 
@@ -131,6 +143,16 @@ class HudiTable:
     def exists(path: str | Storage, *, storage_options: Mapping[str, Any] | None = None) -> bool:
         """Whether ``path`` holds a table (readable or not: opening it tells)."""
         return table_exists(as_storage(path, storage_options))
+
+    @classmethod
+    def open_if_exists(cls, path: str | Storage, *,
+                       storage_options: Mapping[str, Any] | None = None) -> HudiTable | None:
+        """The table at ``path``, None where there is none: one read of ``hoodie.properties`` where
+        asking :meth:`exists` first and then opening it reads it after a probe."""
+        try:
+            return cls(path, storage_options=storage_options)
+        except HudiTableNotFoundError:
+            return None
 
     @classmethod
     def create(cls, path: str | Storage, props: Mapping[str, str], *,
@@ -189,27 +211,31 @@ class HudiTable:
         has no usable metadata table or it is behind the timeline, so callers list storage."""
         if FILES_PARTITION not in usable_partitions(self.config.props):
             return None
-        mdt = MetadataTable(self.storage)
+        mdt = MetadataTable(self.storage)  # a new handle lists its timeline once, when first asked
         try:
-            mdt_state = tuple(mdt.timeline.reload().instant_files)
+            mdt_state = tuple(mdt.timeline.instant_files)
         except HudiError as exc:
             log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
             return None
-        key = (tuple(self.timeline.instant_files), mdt_state)
+        # what the listing depends on: the completed data instants and where archival ends (a write
+        # requesting its instant between two listings of one operation does not change it)
+        key = (tuple(self.timeline.completed()), self.timeline.archived_before(), mdt_state)
         if self._listing_cache is not None and self._listing_cache[0] == key:
             return self._listing_cache[1]
         listing: FileListing | None = None
         if not mdt_state:
             log.warning("%s declares a metadata table but has none; listing storage", self.path)
-        elif lag := mdt.lag(self.timeline):
-            log.warning("the metadata table of %s is behind the timeline (%s not applied); listing storage",
-                        self.path, ", ".join(lag[:3]))
         else:
-            try:
-                listing = mdt.listing(self.timeline)
-            except (FileNotFoundError, HudiError) as exc:  # compacted and cleaned while being read
-                log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
-                return None
+            files = mdt.list_files_partition()  # one listing serves the lag check and the read
+            if lag := mdt.lag(self.timeline, files=files):
+                log.warning("the metadata table of %s is behind the timeline (%s not applied); listing storage",
+                            self.path, ", ".join(lag[:3]))
+            else:
+                try:
+                    listing = mdt.listing(self.timeline, files=files)
+                except (FileNotFoundError, HudiError) as exc:  # compacted and cleaned while being read
+                    log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
+                    return None
         self._listing_cache = (key, listing)
         return listing
 
