@@ -22,8 +22,8 @@ of the day before). The table's "daily upsert" row is the last batch, when the t
   plans with, without Spark); read: ``pyhudi.read(...).count()`` (if pyhudi.read cannot read
   ``s3a://`` in this build, ``spark.read.format("hudi")``, which reads through pyarrow); then
   compaction (MOR), a clean keeping 1 commit, clustering (Hudi's default plan strategy: every
-  small file group), a clean that also compacts the metadata table
-  (``hoodie.metadata.compact.max.delta.commits=1``: Hudi archives nothing its latest compaction
+  small file group) whose metadata-table delta commit also compacts the metadata table
+  (``hoodie.metadata.compact.max.delta.commits=1``: Hudi archives nothing the latest compaction
   did not cover) and archival keeping 2-3 commits (the defaults keep 10 and 20-30 commits and
   compact the metadata table every 10 delta commits: nothing to do on a table this young).
 * delta-rs (``deltalake``): ``write_deltalake`` partitioned by day; ``DeltaTable.merge`` on key and
@@ -197,12 +197,11 @@ def run_pyhudi(spark, server: S3Server, data: dict[str, Any], table_type: str) -
         meter.note(f"{len(done or [])} plan(s)")
     cleaned = meter.run("clean", lambda: pyhudi.clean(path, {**opts, **CLEAN}))
     meter.note(f"{sum(c.files_deleted for c in cleaned or [])} files deleted")
-    clustered = meter.run("clustering", lambda: pyhudi.cluster(spark, path, opts))
-    meter.note(f"{len(clustered or [])} plan(s)")
     # Hudi archives nothing the metadata table's latest compaction has not covered, and a table this
-    # young has none (the metadata table compacts every 10 delta commits): a clean that makes it due
-    again = meter.run("clean + MDT compaction", lambda: pyhudi.clean(path, {**opts, **CLEAN, MDT_COMPACT: "1"}))
-    meter.note(f"{sum(c.files_deleted for c in again or [])} files deleted")
+    # young has none (the metadata table compacts every 10 delta commits): the clustering makes it due
+    clustered = meter.run("clustering + MDT compaction",
+                          lambda: pyhudi.cluster(spark, path, {**opts, MDT_COMPACT: "1"}))
+    meter.note(f"{len(clustered or [])} plan(s)")
     archived = meter.run("archival", lambda: pyhudi.archive(path, {**opts, **ARCHIVE}))
     meter.note(f"{len(archived or [])} instants archived")
     return meter

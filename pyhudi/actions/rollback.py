@@ -151,8 +151,8 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
     deleted: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     for rel in files:
-        (deleted if storage.delete(rel) or not storage.exists(rel) else failed).setdefault(
-            _partition_of(rel), []).append(storage.full(rel))
+        storage.discard(rel)  # gone either way (a failure raises): no probe before or after it
+        deleted.setdefault(_partition_of(rel), []).append(storage.full(rel))
     rollback_logs: dict[str, dict[str, int]] = {}
     failed_logs: dict[str, dict[str, int]] = {}
     for rel in keep_logs:

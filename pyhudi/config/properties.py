@@ -427,7 +427,7 @@ def recover_table_config(storage: Storage) -> bool:
         return False
     current, _data, _problem = _read_checked(storage, PROPERTIES_FILE)
     if current is not None:
-        storage.delete(BACKUP_FILE)
+        storage.discard(BACKUP_FILE)
         return False
     backup, data, _problem = _read_checked(storage, BACKUP_FILE)
     if backup is None:
@@ -438,7 +438,7 @@ def recover_table_config(storage: Storage) -> bool:
         raise HudiTablePropertiesError(
             f"restoring {storage.full(PROPERTIES_FILE)} from {BACKUP_FILE} failed (the copy {problem or 'differs'}); "
             f"{BACKUP_FILE} is kept: run again, or copy it to hoodie.properties by hand")
-    storage.delete(BACKUP_FILE)
+    storage.discard(BACKUP_FILE)
     log.warning("restored %s from %s (an update of the table config was interrupted)",
                 storage.full(PROPERTIES_FILE), BACKUP_FILE)
     return True
@@ -481,15 +481,15 @@ def update_table_config(storage: Storage, changes: Mapping[str, str | None]) -> 
         else:
             props[key] = value
     storage.create_new(BACKUP_FILE, data)
-    storage.delete(PROPERTIES_FILE)
+    storage.discard(PROPERTIES_FILE)
     updated = store_table_config(storage, props)
     written, _data, problem = _read_checked(storage, PROPERTIES_FILE)
     if written is None or written.get(CHECKSUM) != updated.props[CHECKSUM]:
-        storage.delete(PROPERTIES_FILE)
+        storage.discard(PROPERTIES_FILE)
         raise HudiTablePropertiesError(
             f"the new {storage.full(PROPERTIES_FILE)} {problem or 'has another checksum'} after writing it; it was "
             f"deleted and {BACKUP_FILE} holds the config until the next write restores it. Run again")
-    storage.delete(BACKUP_FILE)
+    storage.discard(BACKUP_FILE)
     return updated
 
 

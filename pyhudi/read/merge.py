@@ -263,7 +263,8 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
 def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
     """The base file read as ``schema`` (by name; columns it lacks are null, see :func:`align`)."""
     with storage.fs.open_input_file(storage.full(base_file)) as f:
-        parquet = pq.ParquetFile(f)
+        # pre_buffer: the columns' chunks in one coalesced read, not a request per column on object stores
+        parquet = pq.ParquetFile(f, pre_buffer=True)
         names = set(parquet.schema_arrow.names)
         table = parquet.read(columns=[n for n in schema.names if n in names])
     return align(table, schema, source=f"base file {base_file}")

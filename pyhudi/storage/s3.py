@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import email.utils
 import io
+import random
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,9 +112,47 @@ def _retried(exc: Exception) -> int:
 def _store_time_ms(response: dict[str, Any]) -> int:
     date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
     if not date:
-        import time
         return int(time.time() * 1000)
     return int(email.utils.parsedate_to_datetime(date).timestamp() * 1000)
+
+
+def _is_sdk_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".", 1)[0] in ("botocore", "boto3", "s3transfer", "urllib3")
+
+
+@contextmanager
+def _as_os_errors(bucket: str, key: str) -> Iterator[None]:
+    """boto3's errors as pyarrow raises them for the same failures: :class:`OSError` (a
+    :class:`PermissionError` for 403), so that callers handle one kind whichever client failed."""
+    try:
+        yield
+    except Exception as exc:
+        if not _is_sdk_error(exc):
+            raise
+        code, status = _code(exc)
+        kind = PermissionError if status == 403 else OSError
+        raise kind(f"s3://{bucket}/{key}: {code or status or type(exc).__name__} ({exc})") from exc
+
+
+#: errors while a response body streams in: the request is retried (botocore retries only the
+#: request itself, not a body that breaks off; a GET is safe to repeat)
+_STREAM_ERRORS = ("ResponseStreamingError", "ReadTimeoutError", "ConnectionClosedError", "IncompleteReadError",
+                  "ProtocolError", "IncompleteRead")
+
+
+def _read_body(options: StorageOptions, request: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bytes]:
+    """A GET's response and its whole body, the GET sent again (with backoff) when the body breaks
+    off midway."""
+    attempts = max(1, options.max_attempts)
+    for attempt in range(attempts):
+        response = request()
+        try:
+            return response, response["Body"].read()
+        except Exception as exc:
+            if attempt + 1 >= attempts or type(exc).__name__ not in _STREAM_ERRORS:
+                raise
+            time.sleep(random.random() * min(5.0, 0.1 * 2 ** attempt))
+    raise AssertionError("unreachable")
 
 
 def put(options: StorageOptions, bucket: str, key: str, data: bytes, *, if_none_match: bool = False,
@@ -125,14 +167,16 @@ def put(options: StorageOptions, bucket: str, key: str, data: bytes, *, if_none_
         kwargs["IfNoneMatch"] = "*"
     if if_match is not None:
         kwargs["IfMatch"] = if_match
-    try:
-        return str(client(options).put_object(**kwargs).get("ETag", ""))
-    except Exception as exc:
-        if _is_client_error(exc):
-            code, status = _code(exc)
-            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise PreconditionFailed(f"s3://{bucket}/{key}: {code or status}", retried=_retried(exc)) from None
-        raise
+    with _as_os_errors(bucket, key):
+        try:
+            return str(client(options).put_object(**kwargs).get("ETag", ""))
+        except Exception as exc:
+            if _is_client_error(exc):
+                code, status = _code(exc)
+                if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
+                    raise PreconditionFailed(f"s3://{bucket}/{key}: {code or status}",
+                                             retried=_retried(exc)) from None
+            raise
 
 
 def create_new(options: StorageOptions, bucket: str, key: str, data: bytes, shown: str) -> None:
@@ -147,24 +191,26 @@ def create_new(options: StorageOptions, bucket: str, key: str, data: bytes, show
 
 def get(options: StorageOptions, bucket: str, key: str) -> ObjectState | None:
     """An object's bytes and entity tag, None if absent (one GET, no HEAD first)."""
-    try:
-        response = client(options).get_object(Bucket=bucket, Key=key)
-    except Exception as exc:
-        if _is_client_error(exc) and (_code(exc)[0] in ("NoSuchKey", "404") or _code(exc)[1] == 404):
-            return None
-        raise
-    return ObjectState(str(response.get("ETag", "")), response["Body"].read(), _store_time_ms(response))
+    with _as_os_errors(bucket, key):
+        try:
+            response, body = _read_body(options, lambda: client(options).get_object(Bucket=bucket, Key=key))
+        except Exception as exc:
+            if _not_found(exc):
+                return None
+            raise
+    return ObjectState(str(response.get("ETag", "")), body, _store_time_ms(response))
 
 
 def head(options: StorageOptions, bucket: str, key: str) -> dict[str, Any] | None:
     """An object's metadata (``ContentLength``, ``LastModified``, ``ETag``), None if absent: one
     HEAD, where pyarrow follows a miss with a listing (it looks for a folder of that name)."""
-    try:
-        return dict(client(options).head_object(Bucket=bucket, Key=key))
-    except Exception as exc:
-        if _not_found(exc):
-            return None
-        raise
+    with _as_os_errors(bucket, key):
+        try:
+            return dict(client(options).head_object(Bucket=bucket, Key=key))
+        except Exception as exc:
+            if _not_found(exc):
+                return None
+            raise
 
 
 def get_range(options: StorageOptions, bucket: str, key: str, byte_range: str) -> tuple[bytes, str | None]:
@@ -172,36 +218,41 @@ def get_range(options: StorageOptions, bucket: str, key: str, byte_range: str) -
     and the ``Content-Range`` it answered with (``bytes 0-99/2000``: the size is behind the slash;
     None when the whole object came, as for one smaller than asked); :class:`FileNotFoundError`
     if absent."""
-    try:
-        response = client(options).get_object(Bucket=bucket, Key=key, Range=byte_range)
-    except Exception as exc:
-        if _not_found(exc):
-            raise FileNotFoundError(f"s3://{bucket}/{key}") from None
-        if _code(exc)[1] == 416:  # no byte of an empty object is in any range
-            return b"", "bytes */0"
-        raise
-    return response["Body"].read(), response.get("ContentRange")
+    with _as_os_errors(bucket, key):
+        try:
+            response, body = _read_body(
+                options, lambda: client(options).get_object(Bucket=bucket, Key=key, Range=byte_range))
+        except Exception as exc:
+            if _not_found(exc):
+                raise FileNotFoundError(f"s3://{bucket}/{key}") from None
+            if _code(exc)[1] == 416:  # no byte of an empty object is in any range
+                return b"", "bytes */0"
+            raise
+    return body, response.get("ContentRange")
 
 
 def open_stream(options: StorageOptions, bucket: str, key: str) -> Any:
     """An object's body as a stream (one GET, read as it is consumed); :class:`FileNotFoundError`
     if absent."""
-    try:
-        return client(options).get_object(Bucket=bucket, Key=key)["Body"]
-    except Exception as exc:
-        if _not_found(exc):
-            raise FileNotFoundError(f"s3://{bucket}/{key}") from None
-        raise
+    with _as_os_errors(bucket, key):
+        try:
+            return client(options).get_object(Bucket=bucket, Key=key)["Body"]
+        except Exception as exc:
+            if _not_found(exc):
+                raise FileNotFoundError(f"s3://{bucket}/{key}") from None
+            raise
 
 
 def delete(options: StorageOptions, bucket: str, key: str) -> None:
     """Delete an object (absent is fine): one DELETE, and no folder marker put back."""
-    client(options).delete_object(Bucket=bucket, Key=key)
+    with _as_os_errors(bucket, key):
+        client(options).delete_object(Bucket=bucket, Key=key)
 
 
 def has_prefix(options: StorageOptions, bucket: str, prefix: str) -> bool:
     """Whether any object's key starts with ``prefix`` (a folder exists): one LIST of one key."""
-    response = client(options).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    with _as_os_errors(bucket, prefix):
+        response = client(options).list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
     return bool(response.get("KeyCount") or response.get("Contents"))
 
 
@@ -210,11 +261,14 @@ def delete_prefix(options: StorageOptions, bucket: str, prefix: str) -> int:
     1000 keys; how many were deleted."""
     s3 = client(options)
     deleted = 0
-    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+    with _as_os_errors(bucket, prefix):
+        pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix))
+    for page in pages:
         keys = [{"Key": o["Key"]} for o in page.get("Contents") or []]
         if not keys:
             continue
-        response = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        with _as_os_errors(bucket, prefix):
+            response = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
         errors = response.get("Errors") or []
         if errors:
             first = errors[0]
@@ -228,7 +282,8 @@ def delete_prefix(options: StorageOptions, bucket: str, prefix: str) -> int:
 def store_time_ms(options: StorageOptions, bucket: str) -> int:
     """The store's clock (its ``Date`` header), so that ages of heartbeats and leases do not depend
     on this machine's clock. One HEAD of the bucket."""
-    response = client(options).head_bucket(Bucket=bucket)
+    with _as_os_errors(bucket, ""):
+        response = client(options).head_bucket(Bucket=bucket)
     return _store_time_ms(response)
 
 
@@ -263,7 +318,8 @@ class Upload(io.BytesIO):
                 else:
                     from boto3.s3.transfer import TransferConfig
                     self.seek(0)
-                    client(options).upload_fileobj(self, bucket, key, Config=TransferConfig(
-                        multipart_threshold=SINGLE_PUT_LIMIT, multipart_chunksize=SINGLE_PUT_LIMIT))
+                    with _as_os_errors(bucket, key):
+                        client(options).upload_fileobj(self, bucket, key, Config=TransferConfig(
+                            multipart_threshold=SINGLE_PUT_LIMIT, multipart_chunksize=SINGLE_PUT_LIMIT))
         finally:
             super().close()

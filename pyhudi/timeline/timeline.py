@@ -252,7 +252,7 @@ class Timeline:
         content = self.read_bytes(instant)
         inflight = Instant(instant.timestamp, State.INFLIGHT, instant.action)
         self.storage.write_bytes(self.path_of(inflight), content)
-        self.storage.delete(self.path_of(instant))
+        self.storage.discard(self.path_of(instant))
         self._files = sorted({*(i for i in self._files if i != instant), inflight})
 
     def delete_instant(self, timestamp: str, action: str | None = None) -> list[str]:
