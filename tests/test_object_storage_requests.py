@@ -79,6 +79,26 @@ def test_read_planning_with_the_metadata_table_lists_no_data_partition(s3_spark,
     assert len(log) <= 8, [(r.method, r.key) for r in log]
 
 
+def test_archival_asks_the_metadata_table_which_replaced_groups_are_left(s3_spark, s3_server, s3_bucket):
+    """A replace commit whose replaced file groups still have files stays on the active timeline;
+    which are left, the metadata table says: archival lists no data partition."""
+    path = f"s3a://{s3_bucket}/t"
+    opts = {**OPTIONS, **s3_server.hadoop_conf}
+    for n in range(3):
+        pyhudi.write(s3_spark.createDataFrame(rows(4, "2026-01-01", f"r{n}", start=4 * n), SCHEMA), path, opts)
+    # the clustering's metadata delta commit compacts the metadata table: archival may go up to it
+    assert pyhudi.cluster(s3_spark, path, {**opts, "hoodie.metadata.compact.max.delta.commits": "1"})
+    replace = pyhudi.HudiTable(path, storage_options=opts).timeline.completed_writes()[-1]
+    mark = s3_server.mark()
+    archived = pyhudi.archive(path, {**opts, "hoodie.clean.commits.retained": "1", "hoodie.keep.min.commits": "1",
+                                     "hoodie.keep.max.commits": "2"})
+    log = s3_server.request_log(mark, s3_bucket)
+    assert archived and replace.timestamp not in archived
+    assert replace in pyhudi.HudiTable(path, storage_options=opts).timeline.completed_writes()
+    assert [r.key for r in log if r.method == "LIST" and not r.key.startswith("t/.hoodie/")] == []
+    assert head_then_get(log) == []
+
+
 def test_probes_reads_and_deletes_are_one_request_each(s3_server, s3_bucket):
     store = storage(s3_server, s3_bucket)
     store.write_bytes("a/b/one.txt", b"1")

@@ -34,7 +34,6 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError
-from pyhudi.io.file_names import slice_key
 from pyhudi.metadata.table import MetadataTable
 from pyhudi.plans.clean import last_clean_ectr
 from pyhudi.table.table import HudiTable
@@ -135,8 +134,10 @@ def _first_replace_with_leftovers(table: HudiTable, commits: list) -> str | None
         if inst.action != REPLACE_COMMIT:
             continue
         replaced = table.timeline.commit_metadata(inst).partition_to_replace_file_ids or {}
+        # the files the metadata table lists (storage is listed only without one)
+        view = table.file_system_view(partitions=sorted(replaced), include_replaced=True)
         for partition, ids in replaced.items():
-            left = {key[0] for info in table.storage.list_files(partition) if (key := slice_key(info.name))}
+            left = {group.file_id for group in view.file_groups(partition)}
             if left & set(ids):
                 return inst.timestamp
     return None

@@ -339,12 +339,10 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
     files = _files_to_archive(timeline, instants)
     if not files:
         return ArchiveResult("", False, [], [])
-    mtimes = {info.name: info.mtime_ns for info in storage.list_files(timeline.folder)}
     records = []
-    for inst in files:
+    for inst in files:  # their modification times as the reload just listed them
         path = timeline.path_of(inst)
-        records.append(_meta_entry(inst, storage.read_bytes(path),
-                                   _transition_time(mtimes.get(inst.file_name(timeline.layout_version)), utc),
+        records.append(_meta_entry(inst, storage.read_bytes(path), _transition_time(timeline.mtime_ns(inst), utc),
                                    storage.full(path)))
     schema_text = schema_json(ARCHIVED_META_ENTRY)
     blocks = [_data_block(records[i:i + batch_size], schema_text) for i in range(0, len(records), batch_size)]
@@ -363,8 +361,8 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
     completed = sorted((i for i in files if i.is_completed), key=lambda i: i.timestamp)
     for inst in [*pending, *completed]:
         path = timeline.path_of(inst)
-        if storage.delete(path):
-            deleted.append(path)
+        storage.discard(path)  # listed by the reload above, under the caller's lock: one DELETE, no probe
+        deleted.append(path)
     timeline.reload()
     return ArchiveResult(target, appending, files, deleted, len(blocks))
 
