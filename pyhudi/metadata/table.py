@@ -76,10 +76,13 @@ def usable_partitions(props: Mapping[str, str]) -> set[str]:
 class MetadataTable:
     """The metadata table under a data table's storage."""
 
-    def __init__(self, data_storage: Storage) -> None:
+    def __init__(self, data_storage: Storage, *, layout_version: int | None = None) -> None:
+        """``layout_version``: the MDT timeline's, when the caller read it before (a handle of the
+        data table opening the MDT again), so that its ``hoodie.properties`` is not read again."""
         self.data_storage = data_storage
         self.storage = data_storage.child(METADATA_FOLDER)
         self._timeline: Timeline | None = None
+        self._layout_version = layout_version
         #: what the last :meth:`exists` read of ``hoodie.properties``, for the timeline made next
         self._read: tuple[bytes | None] | None = None
 
@@ -92,6 +95,8 @@ class MetadataTable:
 
     @property
     def timeline(self) -> Timeline:
+        if self._timeline is None and self._layout_version is not None:
+            self._timeline = Timeline(self.storage, layout_version=self._layout_version)
         if self._timeline is None:
             # hoodie.properties read once, not probed first; no MDT (no file) is layout 1
             read, self._read = self._read, None

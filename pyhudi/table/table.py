@@ -118,6 +118,7 @@ class HudiTable:
         self.config: TableConfig = config
         self.timeline = Timeline(self.storage, layout_version=self.config.layout_version)
         self._listing_cache: tuple[tuple, FileListing | None] | None = None
+        self._mdt_layout: int | None = None  # the metadata table's timeline layout, once read
 
     @property
     def path(self) -> str:
@@ -199,21 +200,27 @@ class HudiTable:
         if column_stats.PARTITION not in usable_partitions(self.config.props) or self.metadata_listing() is None:
             return None
         try:
-            records = MetadataTable(self.storage).read(column_stats.PARTITION, self.timeline,
+            records = self._metadata_table().read(column_stats.PARTITION, self.timeline,
                                                        key_prefixes=column_stats.key_prefixes(columns))
         except (FileNotFoundError, HudiError) as exc:
             log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
             return None
         return column_stats.column_ranges(records, columns, schema)
 
+    def _metadata_table(self) -> MetadataTable:
+        """A fresh handle of the metadata table, its timeline to be listed anew; its layout (from
+        its ``hoodie.properties``, which never changes it) read once per handle of this table."""
+        return MetadataTable(self.storage, layout_version=self._mdt_layout)
+
     def metadata_listing(self) -> FileListing | None:
         """The data files as the metadata table lists them; None (with a warning) when the table
         has no usable metadata table or it is behind the timeline, so callers list storage."""
         if FILES_PARTITION not in usable_partitions(self.config.props):
             return None
-        mdt = MetadataTable(self.storage)  # a new handle lists its timeline once, when first asked
+        mdt = self._metadata_table()  # a new handle lists its timeline once, when first asked
         try:
             mdt_state = tuple(mdt.timeline.instant_files)
+            self._mdt_layout = mdt.timeline.layout_version
         except HudiError as exc:
             log.warning("cannot read the metadata table of %s (%s); listing storage", self.path, exc)
             return None
