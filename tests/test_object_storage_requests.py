@@ -12,7 +12,7 @@ import pytest
 import pyhudi
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiFileExistsError
-from pyhudi.storage import Storage, resolve_options, s3
+from pyhudi.storage import Storage, resolve_options, s3, s3_files
 
 OPTIONS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
            "hoodie.datasource.write.partitionpath.field": "day",
@@ -124,20 +124,26 @@ def test_probes_reads_and_deletes_are_one_request_each(s3_server, s3_bucket):
 
 
 def test_parquet_reads_ask_no_size_first(s3_server, s3_bucket):
+    import numpy as np
+
     store = storage(s3_server, s3_bucket)
-    table = pa.table({"key": [f"k{i:06d}" for i in range(20_000)], "v": list(range(20_000))})
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    store.write_bytes("f.parquet", sink.getvalue())
-    for columns, gets in ((None, 2), (["key"], 2)):
+    n = 300_000  # incompressible values: a file larger than the first read's tail
+    table = pa.table({"key": np.random.default_rng(1).integers(0, 2**62, n), "v": np.arange(n)})
+    for name, rows in (("large.parquet", table), ("small.parquet", table.slice(0, 1000))):
+        sink = io.BytesIO()
+        pq.write_table(rows, sink, compression="none")
+        store.write_bytes(name, sink.getvalue())
+    assert store.size("large.parquet") > s3_files.TAIL_BYTES > store.size("small.parquet")
+    for name, rows, columns, gets in (("large.parquet", n, None, 2), ("large.parquet", n, ["key"], 2),
+                                      ("small.parquet", 1000, None, 1)):
         mark = s3_server.mark()
-        with store.fs.open_input_file(store.full("f.parquet")) as f:
-            assert pq.read_table(f, columns=columns).num_rows == 20_000
+        with store.fs.open_input_file(store.full(name)) as f:
+            assert pq.read_table(f, columns=columns).num_rows == rows
         sent = [r.method for r in s3_server.request_log(mark, s3_bucket)]
-        assert sent == ["GET"] * gets, sent  # the footer with the size, then the columns
+        assert sent == ["GET"] * gets, (name, columns, sent)  # the footer with the size, then the columns
     mark = s3_server.mark()
-    with store.fs.open_input_file(store.full("f.parquet")) as f:
-        assert pq.read_metadata(f).num_rows == 20_000
+    with store.fs.open_input_file(store.full("large.parquet")) as f:
+        assert pq.read_metadata(f).num_rows == n
     assert [r.method for r in s3_server.request_log(mark, s3_bucket)] == ["GET"]
     store.write_bytes("empty", b"")
     with store.fs.open_input_file(store.full("empty")) as f:
