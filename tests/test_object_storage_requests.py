@@ -11,7 +11,7 @@ import pytest
 
 import pyhudi
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiFileExistsError
+from pyhudi.errors import HudiError, HudiFileExistsError
 from pyhudi.storage import Storage, resolve_options, s3, s3_files
 
 OPTIONS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
@@ -121,6 +121,8 @@ def test_probes_reads_and_deletes_are_one_request_each(s3_server, s3_bucket):
     _, sent = requests(lambda: store.delete_dir("a/b"))
     assert sent == [("LIST", "t/a/b/"), ("POST", "")]
     assert store.list_files("a/b") == [] and not store.is_dir("a")
+    with pytest.raises(HudiError, match="refusing"):  # never a whole bucket
+        s3.delete_prefix(store.options, s3_bucket, "")
 
 
 def test_parquet_reads_ask_no_size_first(s3_server, s3_bucket):

@@ -258,7 +258,10 @@ def has_prefix(options: StorageOptions, bucket: str, prefix: str) -> bool:
 
 def delete_prefix(options: StorageOptions, bucket: str, prefix: str) -> int:
     """Delete every object under ``prefix`` (a folder): a listing, then one multi-object delete per
-    1000 keys; how many were deleted."""
+    1000 keys; how many were deleted. Never a whole bucket (an empty prefix), as pyarrow refuses too."""
+    if not prefix.strip("/"):
+        raise HudiError(f"refusing to delete everything in bucket {bucket}: pyhudi deletes folders below a "
+                        "table's path only")
     s3 = client(options)
     deleted = 0
     with _as_os_errors(bucket, prefix):
