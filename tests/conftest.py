@@ -52,18 +52,24 @@ def unzip_table(zip_path: Path, dest: Path) -> Path:
 
 
 def hudi_rs_rows(path: str | Path, *, as_of: str | None = None, start: str | None = None,
-                 end: str | None = None) -> list[dict]:
-    """The snapshot (as of an instant), or an incremental pull ``(start, end]``, as hudi-rs reads it."""
+                 end: str | None = None, read_optimized: bool = False,
+                 storage_options: dict[str, str] | None = None) -> list[dict]:
+    """The snapshot (as of an instant, or of base files only), or an incremental pull ``(start,
+    end]``, as hudi-rs reads it; an ``s3a://`` table through hudi-rs's own S3 client (``s3://``,
+    ``storage_options`` by its names)."""
     import hudi
 
-    options = None
+    options = hudi.HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true") \
+        if read_optimized else None
     if start is not None:
         options = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental).with_start_timestamp(start)
         if end is not None:
             options = options.with_end_timestamp(end)
     elif as_of is not None:
         options = hudi.HudiReadOptions().with_as_of_timestamp(as_of)
-    batches = hudi.HudiTable(str(Path(path).resolve())).read(options)
+    uri = str(path)
+    uri = uri.replace("s3a://", "s3://", 1) if "://" in uri else str(Path(uri).resolve())
+    batches = hudi.HudiTable(uri, options=storage_options).read(options)
     if not batches:
         return []
     return pa.Table.from_batches(batches).to_pylist()

@@ -6,6 +6,7 @@ import os
 import pickle
 
 import pytest
+from conftest import hudi_rs_rows
 
 import pyhudi
 from pyhudi.errors import HudiFileExistsError, HudiUnsupportedError
@@ -69,10 +70,7 @@ def test_write_and_read_on_s3a_without_hadoop_aws(s3_spark, s3_server, s3_bucket
                  path, OPTIONS)
     got = {r["key"]: r["v"] for r in pyhudi.read(s3_spark, path).collect()}
     assert len(got) == 20 and got["k00001"] == "b1" and got["k00010"] == "a10"
-    import hudi
-
-    batches = hudi.HudiTable(path.replace("s3a://", "s3://"), options=s3_server.storage_options).read()
-    assert sum(b.num_rows for b in batches) == 20
+    assert len(hudi_rs_rows(path, storage_options=s3_server.storage_options)) == 20
 
 
 # -- writes, services and the CLI on s3a:// (hudi-rs is the reader here) --------------------------
@@ -82,11 +80,7 @@ SCHEMA = "key string, day string, seq long, v string"
 
 def rs_rows(server, path: str) -> dict[str, str]:
     """key -> v as hudi-rs reads the table (through its own S3 client)."""
-    import hudi
-    import pyarrow as pa
-
-    batches = hudi.HudiTable(path.replace("s3a://", "s3://"), options=server.storage_options).read()
-    return {r["key"]: r["v"] for r in pa.Table.from_batches(batches).to_pylist()} if batches else {}
+    return {r["key"]: r["v"] for r in hudi_rs_rows(path, storage_options=server.storage_options)}
 
 
 def s3_table(server, path: str) -> pyhudi.HudiTable:

@@ -13,9 +13,9 @@ import re
 from collections import Counter
 from decimal import Decimal
 
-import pyarrow as pa
 import pyspark
 import pytest
+from conftest import hudi_rs_rows
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -32,23 +32,9 @@ OPTS = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id
 PYSPARK_4 = int(pyspark.__version__.split(".")[0]) >= 4
 
 
-def rs_rows(server, path: str, *, as_of: str | None = None, start: str | None = None,
-            end: str | None = None, read_optimized: bool = False) -> list[dict]:
-    """The snapshot (as of an instant, or of base files only) or an incremental pull ``(start,
-    end]`` as hudi-rs reads it."""
-    import hudi
-
-    options = hudi.HudiReadOptions().with_hudi_option("hoodie.read.use.read_optimized.mode", "true") \
-        if read_optimized else None
-    if start is not None:
-        options = hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental).with_start_timestamp(start)
-        if end is not None:
-            options = options.with_end_timestamp(end)
-    elif as_of is not None:
-        options = hudi.HudiReadOptions().with_as_of_timestamp(as_of)
-    table = hudi.HudiTable(path.replace("s3a://", "s3://", 1), options=server.storage_options)
-    batches = table.read(options)
-    return pa.Table.from_batches(batches).to_pylist() if batches else []
+def rs_rows(server, path: str, **read: object) -> list[dict]:
+    """:func:`conftest.hudi_rs_rows` on this server (``as_of``, ``start``, ``end``, ``read_optimized``)."""
+    return hudi_rs_rows(path, storage_options=server.storage_options, **read)  # type: ignore[arg-type]
 
 
 def requests_by_object(server, mark: int, bucket: str) -> Counter[tuple[str, str]]:
