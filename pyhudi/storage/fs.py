@@ -231,7 +231,7 @@ class Storage:
     # -- writing ----------------------------------------------------------------------------
     def mkdirs(self, rel: str) -> None:
         """Create a folder (and its parents); object stores have no folders, so nothing there."""
-        if self.is_local or not self._object_store:
+        if not self._object_store:
             self.fs.create_dir(self.full(rel), recursive=True)
 
     @property

@@ -62,8 +62,7 @@ _JVM_ONLY = ("ZookeeperBasedLockProvider", "DynamoDBBasedLockProvider", "HiveMet
              "ZookeeperBasedImplicitBasePathLockProvider")
 LOCK_FILE = "lock"
 
-#: pyhudi's own providers get the table's Storage (the names kept for code that imports them from here)
-_BuiltIn = BuiltInProvider
+#: the names code imports from here (providers are defined in pyhudi.transaction.provider)
 __all__ = ["FILE_SYSTEM", "IN_PROCESS", "STORAGE_BASED", "FileSystemLockProvider", "InProcessLockProvider",
            "LockProvider", "StorageBasedLockProvider", "TableLock", "check_lock_choice", "provider_class",
            "under_table_lock"]
