@@ -58,6 +58,39 @@ def test_upsert_makes_no_probe_before_a_read_no_folder_marker_no_multipart(s3_sp
     assert [r.key for r in log if r.method == "LIST" and not r.key.startswith("t/.hoodie/")] == []
 
 
+def test_a_single_writer_upsert_takes_the_lock_once_and_reads_the_timeline_once_per_change(
+        s3_spark, s3_server, s3_bucket):
+    """Single-writer mode: the write holds the storage lock from its first read of the table to
+    its last service, and reads the timeline and the metadata table once in that hold, again only
+    after it changed them (pyhudi.storage.memo); it writes no heartbeat, since nobody can roll it
+    back while it holds the lock."""
+    path = f"s3a://{s3_bucket}/t"
+    opts = {**OPTIONS, **s3_server.hadoop_conf}
+    days = ["2026-01-01", "2026-01-02"]
+    for tag in ("a", "b"):
+        pyhudi.write(s3_spark.createDataFrame(rows(20, days[0], tag) + rows(20, days[1], tag), SCHEMA), path, opts)
+    mark = s3_server.mark()
+    pyhudi.write(s3_spark.createDataFrame(rows(5, days[1], "c") + rows(5, "2026-01-03", "c"), SCHEMA), path, opts)
+    log = s3_server.request_log(mark, s3_bucket)
+
+    def count(method: str, key: str) -> int:
+        return sum(1 for r in log if r.method == method and r.key == key)
+
+    assert count("PUT", "t/.hoodie/.locks/table_lock.json") == 2  # taken once, released once
+    assert count("GET", "t/.hoodie/.locks/table_lock.json") == 1
+    assert [r.key for r in log if ".heartbeat" in r.key] == []
+    # the table opened before the hold (the options' check), then once in it
+    assert count("GET", "t/.hoodie/hoodie.properties") == 2
+    assert count("GET", "t/.hoodie/metadata/.hoodie/hoodie.properties") == 1
+    # the timeline: before the hold, at its start, at the commit, for the services after it
+    assert count("LIST", "t/.hoodie/") == 4
+    # the metadata table's timeline: at the start, for the services after the delta commit
+    assert count("LIST", "t/.hoodie/metadata/.hoodie/") == 2
+    assert count("LIST", "t/.hoodie/metadata/files/") == 1
+    assert [r.key for r in log if r.method == "HEAD"] == ["t/2026-01-03/.hoodie_partition_metadata"]  # new partition
+    assert len(log) <= 40, [(r.method, r.key) for r in log]
+
+
 def test_read_planning_with_the_metadata_table_lists_no_data_partition(s3_spark, s3_server, s3_bucket):
     from pyhudi.spark.reader import plan_query
 

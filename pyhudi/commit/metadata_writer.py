@@ -175,7 +175,8 @@ class MetadataWriter(MetadataTable):
         for target in undo:
             if any(i.timestamp == target and i.action == DELTA_COMMIT for i in tl.instants()):
                 self._undo(tl, target, next(rollback_times))
-        if any(i.timestamp == instant for i in tl.instants()):  # an earlier attempt: apply it afresh
+        again = any(i.timestamp == instant for i in tl.instants())
+        if again:  # an earlier attempt: apply it afresh
             self._undo(tl, instant, next(rollback_times))
         base = self.base_instant()
         if self._compact_if_due(data_timeline, max_delta_commits, base=base or "") is not None:
@@ -195,9 +196,12 @@ class MetadataWriter(MetadataTable):
         for partition, partition_stats in sorted((written or {}).items()):
             if partition in existing:
                 stats.setdefault(partition, []).extend(self._adopt(instant, stat, base) for stat in partition_stats)
+        # the markers of the log files written just now are all there are, unless executors or an
+        # earlier attempt wrote others: then the folder is listed
+        mine = None if written or again else [(s.path, APPEND) for part in stats.values() for s in part]
         meta = CommitMetadata(stats, operation_type="UPSERT_PREPPED", extra_metadata={"schema": RECORD_SCHEMA})
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
-        delete_markers(self.storage, instant)
+        delete_markers(self.storage, instant, markers=mine)
 
     def _write_log(self, instant: str, partition: str, group: str, base: str, records: Records) -> WriteStat:
         return self.write_log_cells(instant, partition, group, base, encode_records(records, RECORD_SCHEMA))

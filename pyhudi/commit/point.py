@@ -39,7 +39,7 @@ from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import Instant, State
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.lock import TableLock
-from pyhudi.write.markers import delete_markers, remove_stray_files
+from pyhudi.write.markers import delete_markers, list_markers, remove_stray_files
 
 log = logging.getLogger("pyhudi")
 
@@ -129,8 +129,10 @@ class CommitPoint:
         executors made for the instant. ``hooks``: run the post-commit hooks now (a write runs
         them itself, once its commit phase is timed: :meth:`run_hooks`)."""
         storage = self.table.storage
+        markers = None
         if files is not None:
-            remove_stray_files(storage, instant, files)
+            markers = list_markers(storage, instant)
+            remove_stray_files(storage, instant, files, markers=markers)
         with self.lock.held():
             timeline = self.table.timeline.reload()
             reason = gone_reason(timeline, instant, expect)
@@ -140,7 +142,7 @@ class CommitPoint:
                 check(timeline)
             data = content.to_json().encode("utf-8") if isinstance(content, CommitMetadata) else content
             done = self.complete(timeline, instant, action, data, written=written, records=records)
-        delete_markers(storage, instant)
+        delete_markers(storage, instant, markers=markers)
         if hooks:
             self.run_hooks(instant)
         return done

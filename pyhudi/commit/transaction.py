@@ -5,8 +5,9 @@
 ``begin``
     under the table lock: finish interrupted rollbacks, roll back failed writes (EAGER policy:
     pending writes whose heartbeat expired), refuse to start beside a live write in single-writer
-    mode, note what is completed (for conflict resolution), start the heartbeat, and request an
-    instant later than any on the timeline.
+    mode, note what is completed (for conflict resolution), start the heartbeat (unless a single
+    writer holds the lock for its whole operation), and request an instant later than any on the
+    timeline.
 ``commit``
     through the table's commit point (:meth:`pyhudi.commit.point.CommitPoint.finish`): under the
     lock, check the instant is still this write's pending instant (no other writer rolled it
@@ -15,7 +16,8 @@
 ``abort``
     roll the instant back (under the lock) and stop the heartbeat.
 
-Between the two, files are written without the lock.
+Between the two, files are written without the lock, unless the write runs in single-writer mode
+and holds it throughout (:func:`pyhudi.transaction.lock.operation_hold`).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ class WriteTransaction:
         """Request a new instant of ``action``; returns its time. ``record_index``: how to create
         the metadata table's record index when the write keeps one."""
         storage, conc = self.table.storage, self.concurrency
+        # a single writer holding a lock that excludes other processes for its whole operation
+        # cannot be rolled back by anyone meanwhile: it needs no heartbeat (Hudi's single writers
+        # beat none either); everywhere else the heartbeat says the write is alive
+        beats = conc.optimistic or not self.lock.held_for_operation()
         with self.lock.held():
             timeline = self.table.reload().timeline
             if conc.failed_writes == "EAGER":  # writes whose heartbeat expired
@@ -112,11 +118,11 @@ class WriteTransaction:
                 stats_columns=self.point.metadata.stats_columns)
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
-            self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start()
+            self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start() if beats else None
             try:
                 timeline.create_requested(instant, action, requested)
             except BaseException:
-                self.heartbeat.stop()
+                self._stop_heartbeat()
                 raise
         self.instant, self.action = instant, action
         return instant

@@ -16,6 +16,7 @@ file, so each footer and each file's key column is read once per file, never onc
 from __future__ import annotations
 
 import bisect
+import contextlib
 import posixpath
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -230,18 +231,26 @@ def lookup_file(storage: Storage, rel_path: str, keys: pa.Array, *, key_range: t
         keys = _in_range(keys, *key_range)
         if not len(keys):
             return FileCheck(empty, 0, 0)
-    if bloom is None or (prune_by_ranges and key_range is None):
-        meta = _read_footer(storage, rel_path)
-        if prune_by_ranges and key_range is None:
-            keys = _in_range(keys, *_footer_range(meta))
-            if not len(keys):
-                return FileCheck(empty, 0, 0)
-        bloom = bloom or _footer_bloom(meta, rel_path)
-    maybe = keys if bloom is None else keys.filter(pa.array(bloom.might_contain(keys)))
-    if not len(maybe):
-        return FileCheck(empty, len(keys), 0)
-    with storage.fs.open_input_file(storage.full(rel_path)) as f:
-        stored = pq.read_table(f, columns=[RECORD_KEY]).column(RECORD_KEY)
+    with contextlib.ExitStack() as files:
+        opened: list[pq.ParquetFile] = []
+
+        def parquet() -> pq.ParquetFile:
+            """The file, opened once for its footer and its keys (on S3: one GET of its tail)."""
+            if not opened:
+                opened.append(pq.ParquetFile(files.enter_context(storage.fs.open_input_file(storage.full(rel_path)))))
+            return opened[0]
+
+        if bloom is None or (prune_by_ranges and key_range is None):
+            meta = parquet().metadata.metadata or {}
+            if prune_by_ranges and key_range is None:
+                keys = _in_range(keys, *_footer_range(meta))
+                if not len(keys):
+                    return FileCheck(empty, 0, 0)
+            bloom = bloom or _footer_bloom(meta, rel_path)
+        maybe = keys if bloom is None else keys.filter(pa.array(bloom.might_contain(keys)))
+        if not len(maybe):
+            return FileCheck(empty, len(keys), 0)
+        stored = parquet().read(columns=[RECORD_KEY]).column(RECORD_KEY)
     return FileCheck(maybe.filter(pc.is_in(maybe, value_set=stored)), len(keys), len(maybe))
 
 

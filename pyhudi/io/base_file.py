@@ -260,6 +260,10 @@ def write_base_file(storage: Storage, rel_path: str, table: pa.Table, settings: 
 
 
 def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
+    """A base file's rows (``columns``: only those). A whole file on a remote store is fetched
+    by one GET, where reading its footer first and its columns next would take two."""
+    if columns is None and not storage.is_local:
+        return pq.read_table(pa.BufferReader(storage.read_bytes(rel_path)))
     with storage.fs.open_input_file(storage.full(rel_path)) as f:
         return pq.read_table(f, columns=columns)
 

@@ -20,6 +20,7 @@ Any failure in 4-5 rolls the instant back before the error reaches the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -57,6 +58,7 @@ from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
+from pyhudi.transaction.lock import operation_hold
 from pyhudi.write import schema as schema_evolution
 from pyhudi.write.replace import DELETE_PARTITION, check_delete_partitions, requested_replace, resolve_partitions
 from pyhudi.write.result import WriteResult, summarize
@@ -77,6 +79,17 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     started = time.monotonic()
     storage = table_storage(df.sparkSession, path, options)
     request = check_request(storage, HudiConfig.of(options), mode)
+    with contextlib.ExitStack() as hold:
+        if request.table is not None:
+            hold.enter_context(operation_hold(storage, request.cfg))
+        return _write(df, storage, path, request, hold, extra_metadata=extra_metadata, started=started)
+
+
+def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, hold: contextlib.ExitStack, *,
+           extra_metadata: Mapping[str, str] | None, started: float) -> WriteResult:
+    """:func:`write` once the options are checked; ``hold`` takes the table lock for the whole
+    write in single-writer mode (:func:`~pyhudi.transaction.lock.operation_hold`) when the write
+    creates the table."""
     operation, replace = request.operation, request.replace
     if replace == DELETE_PARTITION and request.table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
@@ -88,6 +101,8 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
     table, schema_json = open_table(storage, request, spec, target)
+    if request.table is None:
+        hold.enter_context(operation_hold(storage, cfg))
     to_delete = None
     if replace == DELETE_PARTITION and cfg.get(C.PARTITIONS_TO_DELETE):
         patterns = list(cfg.get(C.PARTITIONS_TO_DELETE))

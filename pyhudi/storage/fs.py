@@ -19,13 +19,14 @@ import os
 import posixpath
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.fs as pafs
 
 from pyhudi.errors import HudiConfigError, HudiFileExistsError, HudiUnsupportedError
-from pyhudi.storage import s3
+from pyhudi.storage import memo, s3
 from pyhudi.storage.options import (
     AZURE_SCHEMES,
     GCS_SCHEMES,
@@ -127,6 +128,10 @@ class Storage:
     def full(self, rel: str) -> str:
         return posixpath.join(self.base_path, rel) if rel else self.base_path
 
+    def _key(self, rel: str) -> str:
+        """The full path of ``rel`` as read memos name it (:mod:`memo`)."""
+        return posixpath.normpath(self.full(rel))
+
     def uri(self, rel: str = "") -> str:
         """A URI other engines (Spark, hudi-rs) understand for a relative path, in the user's scheme."""
         if self.is_local:
@@ -144,7 +149,13 @@ class Storage:
 
     # -- reading ----------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
-        """Whether a file exists (folders: :meth:`is_dir`); one HEAD on S3."""
+        """Whether a file exists (folders: :meth:`is_dir`); one HEAD on S3. A file of a metadata
+        folder is looked up in its listing instead while the table lock is held (:mod:`memo`): the
+        listing costs one request too, and the holder lists that folder anyway."""
+        target = self._key(rel)
+        held = memo.lookup(self, posixpath.dirname(target))
+        if held is not None:
+            return posixpath.basename(target) in {f.name for f in self._listed(held, posixpath.dirname(target))}
         if self.is_s3:
             return s3.head(self.options, *self._bucket_key(rel)) is not None
         return self.fs.get_file_info(self.full(rel)).type != pafs.FileType.NotFound
@@ -163,7 +174,25 @@ class Storage:
         return data
 
     def read_bytes_or_none(self, rel: str) -> bytes | None:
-        """A whole file, None if absent: for files that may be missing, without asking first."""
+        """A whole file, None if absent: for files that may be missing, without asking first (nor
+        again: a file of a metadata folder read once in a lock hold, or missing from the folder's
+        listing in it, is not read again in that hold)."""
+        target = self._key(rel)
+        folder = posixpath.dirname(target)
+        held = memo.lookup(self, folder)
+        if held is None:
+            return self._read_or_none(rel)
+        with held.guard:
+            if target in held.contents:
+                return held.contents[target]
+            listed = held.listings.get(folder)
+        data = None if listed is not None and posixpath.basename(target) not in {f.name for f in listed} \
+            else self._read_or_none(rel)
+        with held.guard:
+            held.contents[target] = data
+        return data
+
+    def _read_or_none(self, rel: str) -> bytes | None:
         if self.is_s3:
             state = s3.get(self.options, *self._bucket_key(rel))
             return None if state is None else state.body
@@ -205,8 +234,24 @@ class Storage:
         return int(time.time() * 1000)
 
     def list_files(self, rel: str) -> list[FileInfo]:
-        """Regular files directly inside a folder (empty list if the folder is absent)."""
-        selector = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
+        """Regular files directly inside a folder (empty list if the folder is absent); a metadata
+        folder is listed once per lock hold until a write changes it (:mod:`memo`)."""
+        held = memo.lookup(self, self._key(rel))
+        if held is not None:
+            return list(self._listed(held, self._key(rel)))
+        return self._list_files(self.full(rel))
+
+    def _listed(self, held: memo.ReadMemo, folder: str) -> list[FileInfo]:
+        with held.guard:
+            found = held.listings.get(folder)
+        if found is None:
+            found = self._list_files(folder)
+            with held.guard:
+                held.listings[folder] = found
+        return found
+
+    def _list_files(self, folder: str) -> list[FileInfo]:
+        selector = pafs.FileSelector(folder, allow_not_found=True, recursive=False)
         out = []
         for info in self.fs.get_file_info(selector):
             if info.type == pafs.FileType.File:
@@ -214,7 +259,21 @@ class Storage:
         return out
 
     def list_dirs(self, rel: str) -> list[str]:
-        selector = pafs.FileSelector(self.full(rel), allow_not_found=True, recursive=False)
+        """Folders directly inside a folder (remembered in a lock hold as :meth:`list_files`)."""
+        target = self._key(rel)
+        held = memo.lookup(self, target)
+        if held is not None:
+            with held.guard:
+                found = held.dirs.get(target)
+            if found is None:
+                found = self._list_dirs(target)
+                with held.guard:
+                    held.dirs[target] = found
+            return list(found)
+        return self._list_dirs(target)
+
+    def _list_dirs(self, target: str) -> list[str]:
+        selector = pafs.FileSelector(target, allow_not_found=True, recursive=False)
         return [i.base_name for i in self.fs.get_file_info(selector) if i.type == pafs.FileType.Directory]
 
     def walk_files(self, rel: str) -> list[tuple[str, FileInfo]]:
@@ -241,6 +300,7 @@ class Storage:
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Write a file in one go; visible under its name only once complete (local: rename)."""
         target = self.full(rel)
+        memo.forget(self, self._key(rel))
         if self.is_s3:
             s3.put(self.options, *self._bucket_key(rel), data)
             return
@@ -263,6 +323,7 @@ class Storage:
         archive and lock files): :class:`HudiFileExistsError` if it does, even when another writer
         creates it at the same moment."""
         target = self.full(rel)
+        memo.forget(self, self._key(rel))
         if self.is_s3:
             if not self.options.conditional_create:
                 raise HudiUnsupportedError(
@@ -288,6 +349,7 @@ class Storage:
     def delete(self, rel: str) -> bool:
         """Delete a file; False if it was already gone (on S3 a HEAD tells: :meth:`discard` spares
         it where nobody asks)."""
+        memo.forget(self, self._key(rel))
         if self.is_s3:
             if not self.exists(rel):
                 return False
@@ -305,16 +367,24 @@ class Storage:
 
     def discard(self, rel: str) -> None:
         """Delete a file if it exists: one DELETE on S3 (which answers alike whether it did)."""
+        memo.forget(self, self._key(rel))
         if self.is_s3:
             s3.delete(self.options, *self._bucket_key(rel))
             return
         self.delete(rel)
 
-    def delete_dir(self, rel: str) -> None:
+    def delete_dir(self, rel: str, *, files: Iterable[str] | None = None) -> None:
         """Delete a folder and everything in it (absent is fine). On S3 a listing and one
-        multi-object delete per 1000 files, no probe first and no marker of the parent left."""
+        multi-object delete per 1000 files, no probe first and no marker of the parent left;
+        ``files``: every file in the folder (relative to the base path) as the caller listed it
+        just before, deleted by name on S3 without listing it again."""
+        memo.forget(self, self._key(rel), tree=True)
         if self.is_s3:
-            s3.delete_prefix(self.options, *self._folder_key(rel))
+            if files is None:
+                s3.delete_prefix(self.options, *self._folder_key(rel))
+            else:
+                bucket, prefix = self._folder_key(rel)
+                s3.delete_keys(self.options, bucket, [self._bucket_key(f)[1] for f in files], shown=prefix)
             return
         if self.is_dir(rel):
             self.fs.delete_dir(self.full(rel))
@@ -322,6 +392,7 @@ class Storage:
     def open_output(self, rel: str) -> Any:
         """An output stream for a new file (base files). On S3 it is buffered and written by one
         PUT on close; ``abort()`` (where offered) drops it unwritten."""
+        memo.forget(self, self._key(rel))
         if self.is_s3:
             return s3.Upload(self.options, *self._bucket_key(rel))
         target = self.full(rel)
@@ -335,4 +406,5 @@ class Storage:
 
     def open_append(self, rel: str) -> pafs.NativeFile:
         """An output stream positioned at the end of an existing file (log files only)."""
+        memo.forget(self, self._key(rel))
         return self.fs.open_append_stream(self.full(rel))

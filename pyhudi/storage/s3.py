@@ -262,24 +262,27 @@ def delete_prefix(options: StorageOptions, bucket: str, prefix: str) -> int:
     if not prefix.strip("/"):
         raise HudiError(f"refusing to delete everything in bucket {bucket}: pyhudi deletes folders below a "
                         "table's path only")
-    s3 = client(options)
-    deleted = 0
     with _as_os_errors(bucket, prefix):
-        pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix))
-    for page in pages:
-        keys = [{"Key": o["Key"]} for o in page.get("Contents") or []]
-        if not keys:
-            continue
-        with _as_os_errors(bucket, prefix):
-            response = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        pages = list(client(options).get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix))
+    keys = [o["Key"] for page in pages for o in page.get("Contents") or []]
+    delete_keys(options, bucket, keys, shown=prefix)
+    return len(keys)
+
+
+def delete_keys(options: StorageOptions, bucket: str, keys: list[str], *, shown: str) -> None:
+    """Delete objects by key (absent ones too): one multi-object delete per 1000 keys; ``shown``
+    names them in an error."""
+    s3 = client(options)
+    for start in range(0, len(keys), 1000):
+        chunk = [{"Key": k} for k in keys[start:start + 1000]]
+        with _as_os_errors(bucket, shown):
+            response = s3.delete_objects(Bucket=bucket, Delete={"Objects": chunk, "Quiet": True})
         errors = response.get("Errors") or []
         if errors:
             first = errors[0]
             raise HudiError(f"could not delete s3://{bucket}/{first.get('Key')} ({first.get('Code')}: "
-                            f"{first.get('Message')}) and {len(errors) - 1} more under s3://{bucket}/{prefix}; "
+                            f"{first.get('Message')}) and {len(errors) - 1} more under s3://{bucket}/{shown}; "
                             "check the credentials' s3:DeleteObject permission and run again")
-        deleted += len(keys)
-    return deleted
 
 
 def store_time_ms(options: StorageOptions, bucket: str) -> int:

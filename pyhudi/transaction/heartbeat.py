@@ -101,4 +101,4 @@ class Heartbeat:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         if delete:
-            self.storage.delete(heartbeat_path(self.instant))
+            self.storage.discard(heartbeat_path(self.instant))

@@ -1,9 +1,12 @@
 """The table lock: what serializes changes to the timeline when writers run side by side.
 
-A writer holds the lock twice, briefly: to start (roll back failed writes, choose an instant time
-greater than every other, request it) and to commit (check its instant is still pending, resolve
-conflicts, complete it). Table services hold it while they change the timeline. Data files are
-written outside the lock, so writers overlap for all but milliseconds.
+Under optimistic concurrency control a writer holds the lock twice, briefly: to start (roll back
+failed writes, choose an instant time greater than every other, request it) and to commit (check
+its instant is still pending, resolve conflicts, complete it); data files are written outside the
+lock, so writers overlap for all but milliseconds. In single-writer mode a write holds it from
+start to end (:func:`operation_hold`). Table services hold it while they change the timeline.
+While this thread holds the lock, reads of the table's timeline and metadata-table folders are
+remembered until a write changes them (:mod:`pyhudi.storage.memo`): nobody else changes them then.
 
 Providers are named by Hudi's class names (``hoodie.write.lock.provider``):
 
@@ -48,7 +51,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config.properties import recover_table_config
 from pyhudi.errors import HudiConfigError, HudiError, HudiLockError, HudiUnsupportedError
-from pyhudi.storage import Storage
+from pyhudi.storage import Storage, memo
 from pyhudi.transaction.provider import BuiltInProvider, LockProvider, poll
 from pyhudi.transaction.storage_lock import StorageBasedLockProvider
 
@@ -64,8 +67,8 @@ LOCK_FILE = "lock"
 
 #: the names code imports from here (providers are defined in pyhudi.transaction.provider)
 __all__ = ["FILE_SYSTEM", "IN_PROCESS", "STORAGE_BASED", "FileSystemLockProvider", "InProcessLockProvider",
-           "LockProvider", "StorageBasedLockProvider", "TableLock", "check_lock_choice", "provider_class",
-           "under_table_lock"]
+           "LockProvider", "StorageBasedLockProvider", "TableLock", "check_lock_choice", "operation_hold",
+           "provider_class", "under_table_lock"]
 
 
 _IN_PROCESS_LOCKS: dict[str, threading.Lock] = {}
@@ -102,6 +105,8 @@ class FileSystemLockProvider(BuiltInProvider):
     breaks the lock at once. A lock file another program wrote (Apache Hudi's Java writers take no
     flock) is broken only after ``hoodie.write.lock.filesystem.expire`` minutes, if that is set.
     """
+
+    spans_processes = True
 
     def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
         super().__init__(table_path, options, storage=storage)
@@ -266,8 +271,9 @@ def check_lock_choice(storage: Storage, cfg: HudiConfig, cls: type[LockProvider]
             f"{C.LOCK_SINGLE_PROCESS.key}=true")
 
 
-# (provider key) -> (holding thread, depth, the provider that took it): re-entry by the holder
-_HELD: dict[str, tuple[int, int, LockProvider]] = {}
+# (provider key) -> (holding thread, depth, the provider that took it, the hold's read memo):
+# re-entry by the holder
+_HELD: dict[str, tuple[int, int, LockProvider, contextlib.ExitStack]] = {}
 _HELD_GUARD = threading.Lock()
 
 
@@ -288,15 +294,17 @@ class TableLock:
         with _HELD_GUARD:
             holder = _HELD.get(key)
             if holder is not None and holder[0] == me:
-                _HELD[key] = (me, holder[1] + 1, holder[2])
+                _HELD[key] = (me, holder[1] + 1, holder[2], holder[3])
                 return
         wait_s = self.cfg.get(C.LOCK_WAIT_MS) / 1000.0
         retries = self.cfg.get(C.LOCK_CLIENT_NUM_RETRIES)
         pause_s = self.cfg.get(C.LOCK_CLIENT_RETRY_WAIT_MS) / 1000.0
         for attempt in range(retries + 1):
             if self.provider.try_lock(wait_s):
+                reads = contextlib.ExitStack()
+                reads.enter_context(memo.remembering(self.storage))
                 with _HELD_GUARD:
-                    _HELD[key] = (me, 1, self.provider)
+                    _HELD[key] = (me, 1, self.provider, reads)
                 try:
                     recover_table_config(self.storage)
                 except BaseException:
@@ -319,10 +327,19 @@ class TableLock:
             if holder is None or holder[0] != threading.get_ident():
                 raise HudiError(f"the lock of {self.provider.table_path} is not held by this thread")
             if holder[1] > 1:
-                _HELD[key] = (holder[0], holder[1] - 1, holder[2])
+                _HELD[key] = (holder[0], holder[1] - 1, holder[2], holder[3])
                 return
             del _HELD[key]
+        holder[3].close()
         holder[2].unlock()
+
+    def held_for_operation(self) -> bool:
+        """Whether this thread holds the lock already, by a lock that excludes other processes:
+        a whole operation's hold (:func:`operation_hold`), under which nobody else can roll its
+        instant back, so that a write needs no heartbeat to be seen alive."""
+        with _HELD_GUARD:
+            holder = _HELD.get(self.provider.key)
+        return holder is not None and holder[0] == threading.get_ident() and holder[2].spans_processes
 
     def verify(self) -> None:
         """Raise :class:`HudiLockError` if this thread holds the lock but no longer surely (a lease
@@ -345,6 +362,21 @@ class TableLock:
             yield
         finally:
             self.release()
+
+
+def operation_hold(storage: Storage, cfg: HudiConfig) -> contextlib.AbstractContextManager[None]:
+    """The lock a whole write holds, from its first read of the table to its last post-commit
+    service, in single-writer mode (none under optimistic concurrency control, whose writers
+    overlap and hold the lock only to start and to commit).
+
+    One writer at a time is what single-writer mode means; holding the lock throughout makes a
+    second one wait its turn instead of finding a live write and failing, takes the lock once per
+    write where its steps took it four times, and lets the whole write read the timeline and the
+    metadata table once (the read memo of a hold, :mod:`pyhudi.storage.memo`): on an object store,
+    where each of those is a request, that is most of what a small commit costs."""
+    if cfg.get(C.WRITE_CONCURRENCY_MODE) == C.OCC:
+        return contextlib.nullcontext()
+    return TableLock(storage, cfg).held()
 
 
 F = TypeVar("F", bound=Callable[..., Any])

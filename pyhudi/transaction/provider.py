@@ -51,6 +51,10 @@ class LockProvider(abc.ABC):
         """What the lock protects; holders with equal keys exclude each other."""
         return self.table_path
 
+    #: whether holders in other processes (and machines) are excluded too; a provider of unknown
+    #: reach (a user's) is taken not to
+    spans_processes = False
+
 
 def poll(attempt: Callable[[], bool], timeout_s: float, max_pause_s: float) -> bool:
     """Call ``attempt`` until it returns True or ``timeout_s`` passes, backing off from 10 ms."""

@@ -257,6 +257,8 @@ _HOLDING: weakref.WeakSet[StorageBasedLockProvider] = weakref.WeakSet()
 class StorageBasedLockProvider(BuiltInProvider):
     """Hudi's ``StorageBasedLockProvider`` on S3 and local paths (see the module's description)."""
 
+    spans_processes = True
+
     def __init__(self, table_path: str, options: Mapping[str, Any], *, storage: Storage | None = None) -> None:
         super().__init__(table_path, options, storage=storage)
         cfg = HudiConfig(dict(options))

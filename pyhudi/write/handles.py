@@ -37,7 +37,8 @@ from pyhudi.write.task import TaskInfo, current_task
 def open_base_file(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
           io_type: str) -> BaseFileWriter:
     rel = relative_path(partition, name)
-    write_partition_metadata(storage, partition, ctx.instant_time)
+    if io_type != MERGE:  # a merge rewrites a base file, so its partition was set up when that was written
+        write_partition_metadata(storage, partition, ctx.instant_time)
     create_marker(storage, ctx.instant_time, rel, io_type)
     return BaseFileWriter(storage, rel, schema, ctx.settings)
 

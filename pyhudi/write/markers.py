@@ -26,12 +26,12 @@ def marker_folder(instant: str) -> str:
 
 def create_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
     """``data_file`` is relative to the base path (partition/name)."""
-    storage.write_bytes(f"{marker_folder(instant)}/{data_file}.marker.{io_type}", b"")
+    storage.write_bytes(marker_path(instant, data_file, io_type), b"")
 
 
 def delete_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
     """Withdraw a marker whose file this task did not create after all (the name was taken)."""
-    storage.delete(f"{marker_folder(instant)}/{data_file}.marker.{io_type}")
+    storage.delete(marker_path(instant, data_file, io_type))
 
 
 def list_markers(storage: Storage, instant: str) -> list[tuple[str, str]]:
@@ -48,8 +48,16 @@ def list_markers(storage: Storage, instant: str) -> list[tuple[str, str]]:
     return sorted(out)
 
 
-def delete_markers(storage: Storage, instant: str) -> None:
-    storage.delete_dir(marker_folder(instant))
+def marker_path(instant: str, data_file: str, io_type: str) -> str:
+    """The marker of ``data_file`` (relative to the base path), relative to the base path."""
+    return f"{marker_folder(instant)}/{data_file}.marker.{io_type}"
+
+
+def delete_markers(storage: Storage, instant: str, *, markers: Iterable[tuple[str, str]] | None = None) -> None:
+    """Delete an instant's markers; ``markers``: all of them, as :func:`list_markers` returned them
+    just before (or as the caller wrote them), so that an object store is not listed again."""
+    files = None if markers is None else [marker_path(instant, f, io) for f, io in markers]
+    storage.delete_dir(marker_folder(instant), files=files)
 
 
 def remove_marked_files(storage: Storage, instant: str, *, keep: frozenset[str] = frozenset()) -> None:
@@ -63,7 +71,8 @@ def remove_marked_files(storage: Storage, instant: str, *, keep: frozenset[str] 
     delete_markers(storage, instant)
 
 
-def remove_stray_files(storage: Storage, instant: str, written: Iterable[str]) -> list[str]:
+def remove_stray_files(storage: Storage, instant: str, written: Iterable[str], *,
+                       markers: list[tuple[str, str]] | None = None) -> list[str]:
     """Delete the new base files ``instant``'s markers name but its write statistics (``written``,
     relative paths) do not, before the instant completes; returns them.
 
@@ -71,11 +80,12 @@ def remove_stray_files(storage: Storage, instant: str, written: Iterable[str]) -
     file under the instant's name before its retry wrote the one the commit records. Readers take
     every base file of a completed instant, so such a file would show as duplicate records, or fail
     to read. Hudi reconciles against its markers the same way. Log files (APPEND markers) are left:
-    the retry appends to them too.
+    the retry appends to them too. ``markers``: the instant's markers as just listed (default:
+    list them).
     """
     keep = set(written)
     # a marker whose task wrote no file after all (nothing to write) names nothing to delete
-    strays = [path for path, io in list_markers(storage, instant)
+    strays = [path for path, io in (list_markers(storage, instant) if markers is None else markers)
               if io in (CREATE, MERGE) and path not in keep and storage.delete(path)]
     if strays:
         log.warning("%s: removed %d file(s) of failed task attempts: %s", instant, len(strays), ", ".join(strays[:3]))
