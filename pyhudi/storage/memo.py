@@ -24,11 +24,17 @@ import posixpath
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from pyhudi.storage.fs import FileInfo, Storage
-    from pyhudi.storage.options import StorageOptions
+from pyhudi.storage.options import StorageOptions
+
+
+class Store(Protocol):
+    """What the memo asks of a :class:`~pyhudi.storage.fs.Storage` (which imports this module)."""
+
+    options: StorageOptions
+
+    def full(self, rel: str) -> str: ...
 
 #: folders of a table (relative to its base path) only the driver writes, and only under the lock:
 #: the timeline (layouts 1 and 2), the metadata table's root, its timeline and its ``files`` partition
@@ -42,12 +48,12 @@ class ReadMemo:
 
     options: StorageOptions
     folders: frozenset[str]  # full paths
-    listings: dict[str, list[FileInfo]] = field(default_factory=dict)
+    listings: dict[str, list[Any]] = field(default_factory=dict)  # FileInfo of each folder
     dirs: dict[str, list[str]] = field(default_factory=dict)
     contents: dict[str, bytes | None] = field(default_factory=dict)
     guard: threading.Lock = field(default_factory=threading.Lock)
 
-    def covers(self, storage: Storage, folder: str) -> bool:
+    def covers(self, storage: Store, folder: str) -> bool:
         return folder in self.folders and storage.options == self.options
 
     def forget(self, path: str, *, tree: bool = False) -> None:
@@ -72,7 +78,7 @@ _GUARD = threading.Lock()
 
 
 @contextlib.contextmanager
-def remembering(storage: Storage) -> Iterator[ReadMemo]:
+def remembering(storage: Store) -> Iterator[ReadMemo]:
     """Remember reads of the table at ``storage``'s metadata folders in this thread until the
     block ends (the table lock's outermost hold)."""
     memo = ReadMemo(storage.options, frozenset(storage.full(f) for f in FOLDERS))
@@ -93,7 +99,7 @@ def remembering(storage: Storage) -> Iterator[ReadMemo]:
                 _OPEN.remove(memo)
 
 
-def lookup(storage: Storage, folder: str) -> ReadMemo | None:
+def lookup(storage: Store, folder: str) -> ReadMemo | None:
     """The memo of this thread's lock hold that covers ``folder`` (a full path), if any."""
     if not _OPEN:
         return None
@@ -102,7 +108,7 @@ def lookup(storage: Storage, folder: str) -> ReadMemo | None:
     return next((m for m in mine if m.covers(storage, folder)), None)
 
 
-def forget(storage: Storage, path: str, *, tree: bool = False) -> None:
+def forget(storage: Store, path: str, *, tree: bool = False) -> None:
     """A write, delete or append of ``path`` (a full path) by any thread: every open memo drops
     what it makes stale."""
     if not _OPEN:
