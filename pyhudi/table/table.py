@@ -116,7 +116,7 @@ class HudiTable:
                     "(write to it with pyhudi.write first, or check the path)")
             config = load_table_config(self.storage)
         self.config: TableConfig = config
-        self.timeline = Timeline(self.storage, layout_version=self.config.layout_version)
+        self.timeline = Timeline(self.storage, layout_version=self.config.layout_version, utc=self.config.utc_timeline)
         self._listing_cache: tuple[tuple, FileListing | None] | None = None
         self._mdt_layout: int | None = None  # the metadata table's timeline layout, once read
 

@@ -62,7 +62,7 @@ class Instant:
         if self.state == State.REQUESTED:
             return f"{self.timestamp}.{self.action}.requested"
         if self.state == State.INFLIGHT:
-            if self.action == COMMIT and layout_version < 2:
+            if self.action == COMMIT:  # both layouts: a commit's inflight file is ``T.inflight``
                 return f"{self.timestamp}.inflight"
             return f"{self.timestamp}.{self.action}.inflight"
         if layout_version >= 2:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
+from pyhudi.timeline import commit_avro
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import (
     COMMIT,
@@ -23,6 +24,7 @@ from pyhudi.timeline.instant import (
     WRITE_ACTIONS,
     Instant,
     State,
+    new_instant_time,
     parse_instant_file,
 )
 
@@ -52,9 +54,12 @@ def read_avro_record(data: bytes, *, source: str) -> dict:
 class Timeline:
     """A snapshot of the active timeline, reloaded on demand."""
 
-    def __init__(self, storage: Storage, *, layout_version: int = 1) -> None:
+    def __init__(self, storage: Storage, *, layout_version: int = 1, utc: bool = False) -> None:
+        """``utc``: the table's timeline time zone is UTC (``hoodie.table.timeline.timezone``), for
+        the completion times layout 2 names completed instants with."""
         self.storage = storage
         self.layout_version = layout_version
+        self.utc = utc
         self.folder = META_FOLDER if layout_version < 2 else f"{META_FOLDER}/timeline"
         self._files: list[Instant] = []
         self._stamps: dict[Instant, tuple[int, int]] = {}
@@ -213,7 +218,7 @@ class Timeline:
             return _PARSED[key]
         data = self.read_bytes(instant)
         if self.layout_version >= 2:
-            meta = CommitMetadata.from_dict(read_avro_record(data, source=source)) if data else CommitMetadata()
+            meta = commit_avro.decode(data, source=source)
         else:
             meta = CommitMetadata.from_json(data, source=source)
         if key is not None:
@@ -222,8 +227,27 @@ class Timeline:
                 _PARSED.popitem(last=False)
         return meta
 
-    # -- transitions (layout version 1) --------------------------------------------------------
+    # -- transitions ----------------------------------------------------------------------------
+    def _content(self, instant: Instant, content: bytes) -> bytes:
+        """What the instant's file holds in this layout: layout 2 stores commit-like metadata as
+        Avro (a completed replace commit as ``HoodieReplaceCommitMetadata``), everything else as
+        given (plans and other metadata are Avro in both layouts; a requested replace commit
+        holds its Avro plan)."""
+        if self.layout_version < 2 or instant.action not in WRITE_ACTIONS or not content.lstrip().startswith(b"{"):
+            return content
+        if instant.state == State.REQUESTED:
+            return content
+        return commit_avro.encode(content, replace=instant.action == REPLACE_COMMIT and instant.is_completed)
+
+    def completion_time(self) -> str:
+        """A completion time for an instant completing now (layout 2): later than every instant
+        and completion time on the timeline, in the table's time zone, as Hudi takes it under the
+        table lock."""
+        done = [i.completion_time for i in self._files if i.completion_time]
+        return new_instant_time(after=max([*done, self.last_instant_time() or ""]), utc=self.utc)
+
     def _write(self, instant: Instant, content: bytes, *, must_be_new: bool) -> Instant:
+        content = self._content(instant, content)
         path = self.path_of(instant)
         if must_be_new:
             self.storage.create_new(path, content)
@@ -239,8 +263,10 @@ class Timeline:
         return self._write(Instant(timestamp, State.INFLIGHT, action), content, must_be_new=True)
 
     def complete(self, timestamp: str, action: str, content: bytes) -> Instant:
-        """The commit point: the completed file appears atomically with its full content."""
-        return self._write(Instant(timestamp, State.COMPLETED, action), content, must_be_new=True)
+        """The commit point: the completed file appears atomically with its full content (in
+        layout 2 named with its completion time)."""
+        completion = self.completion_time() if self.layout_version >= 2 else None
+        return self._write(Instant(timestamp, State.COMPLETED, action, completion), content, must_be_new=True)
 
     def revert_to_inflight(self, instant: Instant) -> None:
         """Make a completed instant pending again (the first step of undoing it, as Hudi does).
@@ -251,6 +277,9 @@ class Timeline:
         """
         content = self.read_bytes(instant)
         inflight = Instant(instant.timestamp, State.INFLIGHT, instant.action)
+        if self.layout_version >= 2 and instant.action in WRITE_ACTIONS:
+            # an inflight write holds HoodieCommitMetadata, a completed replace commit the replace record
+            content = commit_avro.encode(commit_avro.decode(content, source=self.path_of(instant)), replace=False)
         self.storage.write_bytes(self.path_of(inflight), content)
         self.storage.discard(self.path_of(instant))
         self._files = sorted({*(i for i in self._files if i != instant), inflight})
