@@ -42,6 +42,7 @@ from pyhudi.errors import (
     HudiWriteConflictError,
 )
 from pyhudi.plans.savepoint import list_savepoints as _list_savepoints
+from pyhudi.services import table_version as _table_version
 from pyhudi.services.archival import archive as _archive
 from pyhudi.services.clean import clean as _clean
 from pyhudi.services.clustering import schedule_clustering as _schedule_clustering
@@ -155,6 +156,19 @@ def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
     return _archive(HudiTable(path, storage_options=options), HudiConfig.of(options))
 
 
+def upgrade(path: str, *, to: int = 9, options: dict[str, Any] | None = None) -> Any:
+    """Move the table at ``path`` to table version ``to`` (8 or 9) as Apache Hudi's upgrade does
+    (:mod:`pyhudi.services.table_version`); ``options``: the lock settings its writers use."""
+    return _table_version.change_version(HudiTable(path, storage_options=options), to, HudiConfig.of(options),
+                                         direction="upgrade")
+
+
+def downgrade(path: str, *, to: int = 6, options: dict[str, Any] | None = None) -> Any:
+    """Move the table at ``path`` back to table version ``to`` (8 or 6) as Apache Hudi's downgrade does."""
+    return _table_version.change_version(HudiTable(path, storage_options=options), to, HudiConfig.of(options),
+                                         direction="downgrade")
+
+
 def create_savepoint(path: str, instant: str | None = None, *, user: str | None = None, comments: str = "",
                      options: dict[str, Any] | None = None) -> Any:
     """Savepoint a completed commit (default the latest): the cleaner keeps its snapshot for restore.
@@ -202,5 +216,5 @@ __all__ = [
     "HudiTablePropertiesError", "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive",
     "clean", "cluster", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read",
     "restore", "register", "rollback",
-    "schedule_clustering", "schedule_compaction", "spark_session", "write", "write_stream",
+    "schedule_clustering", "schedule_compaction", "spark_session", "upgrade", "downgrade", "write", "write_stream",
 ]

@@ -1,5 +1,5 @@
-"""``pyhudi clean|archive|savepoint|restore|rollback``: the table services that work on the timeline
-and files alone (no Spark), as ``hudi-cli``'s commands of the same names."""
+"""``pyhudi clean|archive|savepoint|restore|rollback|upgrade|downgrade``: the table services that work
+on the timeline and files alone (no Spark), as ``hudi-cli``'s commands of the same names."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import argparse
 from pyhudi.cli.common import LOCK_EXAMPLE, epoch_text, option_arg, options_of, table_text
 from pyhudi.config import HudiConfig
 from pyhudi.plans.savepoint import list_savepoints
-from pyhudi.services import archival, clean, restore, savepoint
+from pyhudi.services import archival, clean, restore, savepoint, table_version
 from pyhudi.table.table import HudiTable
 
 #: the sub-commands this module serves
-SERVICE_COMMANDS = ("clean", "archive", "savepoint", "restore", "rollback")
+SERVICE_COMMANDS = ("clean", "archive", "savepoint", "restore", "rollback", "upgrade", "downgrade")
 
 
 def add_service_parsers(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +44,12 @@ def add_service_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--path", required=True, help="table base path")
     p.add_argument("--instant", default=None, help="the commit (must be the latest)")
     option_arg(p, example=LOCK_EXAMPLE)
+    for name, default, helptext in (("upgrade", 9, "move the table to a newer table version (8 or 9)"),
+                                    ("downgrade", 6, "move the table to an older table version (8 or 6)")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--path", required=True, help="table base path")
+        p.add_argument("--to", type=int, default=default, choices=table_version.VERSIONS, help="the table version")
+        option_arg(p, example=LOCK_EXAMPLE)
 
 
 def service_command(table: HudiTable, args: argparse.Namespace) -> str:
@@ -62,6 +68,13 @@ def service_command(table: HudiTable, args: argparse.Namespace) -> str:
         res = restore.restore(table, args.instant, cfg=cfg)
         return f"restore {res.instant}: table back at savepoint {res.savepoint}; rolled back " \
                f"{len(res.rolled_back)} instants, deleted {res.files_deleted} files"
+    if args.command in ("upgrade", "downgrade"):
+        moved = table_version.change_version(table, args.to, cfg, direction=args.command)
+        if moved.from_version == moved.to_version:
+            return f"the table is at version {moved.to_version} already"
+        return (f"table version {moved.from_version} -> {moved.to_version}: {moved.instants_converted} timeline "
+                "files rewritten" + ("; the metadata table was dropped (the next writer keeping one rebuilds it)"
+                                     if moved.metadata_table_dropped else ""))
     if args.command == "rollback":
         return f"rolled back the latest commit as rollback {restore.rollback_commit(table, args.instant, cfg=cfg)}"
     if args.what == "create":

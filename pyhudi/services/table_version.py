@@ -1,0 +1,192 @@
+"""Upgrade and downgrade: a table moved between versions 6, 8 and 9 as Apache Hudi's
+``UpgradeDowngrade`` moves it (docs/hudi-1x-format.md section 6).
+
+6 -> 8 rewrites the active timeline in layout 2 (``.hoodie/timeline/``, completion times in the
+names, Avro commit metadata) and records the merge mode, key generator type and initial version;
+8 -> 9 renames the ordering field and retires the payload class (``hoodie.table.legacy.payload.class``);
+downgrades undo them step by step. Whatever the steps, ``hoodie.properties`` changes once, at the
+end, after every new timeline file is written: that update is the moment the table changes
+version, and a failure before it leaves the table as it was (:mod:`pyhudi.timeline.layout_change`).
+
+What pyhudi does not convert is refused before anything changes, naming it: a pending instant
+(finish or roll it back first: Hudi rolls failed writes back and compacts first), log files in the
+latest slices of a merge-on-read table (compact first), an archived timeline (its LSM form is not
+written yet), index definitions. The metadata table is dropped (readers list storage until a writer
+that keeps one rebuilds it); it holds nothing the data files do not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyhudi.commit.metadata_sync import prepare_metadata_table
+from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
+from pyhudi.config.properties import update_table_config
+from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
+from pyhudi.errors import HudiUnsupportedError
+from pyhudi.table.table import HudiTable
+from pyhudi.timeline.archive import has_archive
+from pyhudi.timeline.layout_change import remove_old, write_converted
+from pyhudi.transaction.lock import TableLock
+
+log = logging.getLogger("pyhudi")
+
+VERSIONS = (6, 8, 9)
+INITIAL_VERSION = "hoodie.table.initial.version"
+TIMELINE_PATH = "hoodie.timeline.path"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
+MERGE_STRATEGY_OLD = "hoodie.compaction.record.merger.strategy"
+LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
+PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
+INDEX_DEFS = "hoodie.table.index.defs.path"
+EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
+#: hoodie.record.merge.strategy.id of the two built-in merge modes
+STRATEGY_OF_MODE = {EVENT_TIME: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+                    COMMIT_TIME: "ce9acb64-bde0-424c-9b91-f6ebba25356d"}
+_KEYGEN = "org.apache.hudi.keygen."
+#: key generator class -> Hudi's KeyGeneratorType, for the classes pyhudi's tables name
+KEYGEN_TYPES = {_KEYGEN + "SimpleKeyGenerator": "SIMPLE", _KEYGEN + "ComplexKeyGenerator": "COMPLEX",
+                _KEYGEN + "NonpartitionedKeyGenerator": "NON_PARTITION",
+                _KEYGEN + "TimestampBasedKeyGenerator": "TIMESTAMP", _KEYGEN + "CustomKeyGenerator": "CUSTOM",
+                _KEYGEN + "GlobalDeleteKeyGenerator": "GLOBAL_DELETE"}
+CLASS_OF_KEYGEN_TYPE = {t: c for c, t in KEYGEN_TYPES.items()}
+
+
+@dataclass(frozen=True)
+class VersionChange:
+    """A table moved from one version to another, and what went with it."""
+
+    path: str
+    from_version: int
+    to_version: int
+    instants_converted: int
+    metadata_table_dropped: bool
+
+
+def _refuse(table: HudiTable, what: str, todo: str) -> HudiUnsupportedError:
+    return HudiUnsupportedError(f"cannot change the version of {table.path}: {what}. {todo}; nothing was changed")
+
+
+def _check(table: HudiTable, to_version: int) -> None:
+    version = table.config.version
+    if version not in VERSIONS or to_version not in VERSIONS:
+        raise _refuse(table, f"pyhudi moves tables between versions {', '.join(map(str, VERSIONS))}, "
+                      f"not {version} -> {to_version}", "Use Apache Hudi's own upgrade for other versions")
+    pending = table.timeline.pending()
+    if pending:
+        raise _refuse(table, f"instants are pending ({', '.join(str(i) for i in pending[:3])})",
+                      "Let them finish, or roll failed writes back (the next write does), then run again")
+    if (version < 8) != (to_version < 8):  # the timeline changes layout
+        if has_archive(table.storage) or table.storage.list_files(".hoodie/timeline/history"):
+            raise _refuse(table, "it has an archived timeline, which pyhudi does not convert between layouts yet",
+                          "Use Apache Hudi's upgrade for this table")
+        if table.table_type == P.MERGE_ON_READ and any(
+                s.log_files for s in table.file_system_view().latest_slices()):
+            raise _refuse(table, "its latest file slices have log files, which table versions 6 and 8 name and "
+                          "slice differently", "Compact the table first (pyhudi.compact)")
+    if table.config.props.get(INDEX_DEFS) or table.storage.exists(".hoodie/.index_defs/index.json"):
+        raise _refuse(table, "it has index definitions (.hoodie/.index_defs), which pyhudi does not convert",
+                      "Drop the indexes with Apache Hudi first")
+    if to_version == 9 and version < 9 and table.config.keygen_class == _KEYGEN + "ComplexKeyGenerator" \
+            and len(table.config.record_key_fields) == 1:
+        raise _refuse(table, "it uses ComplexKeyGenerator with one record key field, whose keys version 9 "
+                      "encodes as field:value", "Keep the table at version 8 or below")
+
+
+def property_changes(props: Mapping[str, str], from_version: int, to_version: int) -> dict[str, str | None]:
+    """The ``hoodie.properties`` changes of moving a table from one version to another (None:
+    remove), step by step as Hudi's handlers make them."""
+    current = dict(props)
+    changes: dict[str, str | None] = {}
+
+    def put(key: str, value: str | None) -> None:
+        changes[key] = value
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+
+    version = from_version
+    while version != to_version:
+        if version == 6 and to_version > 6:  # SevenToEightUpgradeHandler
+            payload = current.get(P.PAYLOAD_CLASS) or DEFAULT_PAYLOAD
+            mor_ordered = current.get(P.TYPE) == P.MERGE_ON_READ and current.get(P.PRECOMBINE_FIELD)
+            mode = EVENT_TIME if payload == DEFAULT_PAYLOAD or mor_ordered else COMMIT_TIME
+            put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
+            put(P.MERGE_MODE, mode)
+            put(MERGE_STRATEGY, STRATEGY_OF_MODE[mode])
+            put(MERGE_STRATEGY_OLD, STRATEGY_OF_MODE[mode])
+            put(INITIAL_VERSION, str(from_version))
+            put(TIMELINE_PATH, "timeline")
+            kind = KEYGEN_TYPES.get(current.get(P.KEYGEN_CLASS, ""))
+            if kind:
+                put(P.KEYGEN_TYPE, kind)
+            version = 8
+        elif version == 8 and to_version > 8:  # EightToNineUpgradeHandler
+            if current.get(P.PRECOMBINE_FIELD):
+                put(ORDERING_FIELDS, current[P.PRECOMBINE_FIELD])
+                put(P.PRECOMBINE_FIELD, None)
+            put(MERGE_STRATEGY, None)
+            put(MERGE_STRATEGY_OLD, None)
+            if current.get(P.PAYLOAD_CLASS) in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
+                put(LEGACY_PAYLOAD, current[P.PAYLOAD_CLASS])
+                put(P.PAYLOAD_CLASS, None)
+            version = 9
+        elif version == 9:  # NineToEightDowngradeHandler
+            put(PARTIAL_UPDATE_MODE, None)
+            if current.get(LEGACY_PAYLOAD):
+                put(P.PAYLOAD_CLASS, current[LEGACY_PAYLOAD])
+                put(LEGACY_PAYLOAD, None)
+            if current.get(ORDERING_FIELDS):
+                put(P.PRECOMBINE_FIELD, current[ORDERING_FIELDS])
+                put(ORDERING_FIELDS, None)
+            version = 8
+        else:  # 8 -> 6: EightToSevenDowngradeHandler, then nothing from 7 to 6
+            mode = (current.get(P.MERGE_MODE) or "").upper()
+            if not current.get(P.PAYLOAD_CLASS) and mode in (EVENT_TIME, COMMIT_TIME):
+                put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
+            if not current.get(P.KEYGEN_CLASS) and current.get(P.KEYGEN_TYPE) in CLASS_OF_KEYGEN_TYPE:
+                put(P.KEYGEN_CLASS, CLASS_OF_KEYGEN_TYPE[current[P.KEYGEN_TYPE]])
+            for key in (INITIAL_VERSION, P.MERGE_MODE, MERGE_STRATEGY, MERGE_STRATEGY_OLD, P.KEYGEN_TYPE,
+                        "hoodie.bootstrap.index.type"):
+                if key in current:
+                    put(key, None)
+            version = 6
+    put(P.VERSION, str(to_version))
+    put(P.LAYOUT_VERSION, "2" if to_version >= 8 else "1")
+    return changes
+
+
+def change_version(table: HudiTable, to_version: int, cfg: HudiConfig | None = None, *,
+                   direction: str | None = None) -> VersionChange:
+    """Move the table to ``to_version`` (6, 8 or 9), under the table lock; a table at that version
+    already is left alone. ``direction`` ("upgrade" or "downgrade"): refuse a move the other way."""
+    cfg = cfg or HudiConfig()
+    with TableLock(table.storage, cfg).held():
+        table.reload()
+        from_version = table.config.version
+        if from_version == to_version:
+            return VersionChange(table.path, from_version, to_version, 0, False)
+        if direction is not None and (direction == "upgrade") != (to_version > from_version):
+            raise HudiUnsupportedError(
+                f"{table.path} is at table version {from_version}: a {direction} cannot take it to {to_version}; use "
+                f"{'downgrade' if direction == 'upgrade' else 'upgrade'}")
+        _check(table, to_version)
+        dropped = bool(table.config.metadata_partitions) or table.storage.is_dir(".hoodie/metadata")
+        if dropped:
+            prepare_metadata_table(table, enabled=False)
+        conversion = None
+        if (from_version < 8) != (to_version < 8):
+            conversion = write_converted(table.storage, to_layout=2 if to_version >= 8 else 1,
+                                         utc=table.config.utc_timeline)
+        update_table_config(table.storage, property_changes(table.config.props, from_version, to_version))
+        if conversion is not None:
+            remove_old(table.storage, conversion)
+        table.reload()
+        log.info("%s: table version %d -> %d", table.path, from_version, to_version)
+        return VersionChange(table.path, from_version, to_version,
+                             len(conversion.written) if conversion else 0, dropped)
