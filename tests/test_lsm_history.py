@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pyhudi.config.properties import store_table_config
+from pyhudi.errors import HudiCorruptFileError
 from pyhudi.storage import Storage
 from pyhudi.timeline import avro_records as A
 from pyhudi.timeline import commit_avro
@@ -215,3 +216,10 @@ def test_a_v6_archive_becomes_the_lsm_history_and_comes_back(storage):
     for t, e in completed.items():
         assert after.entry(t).record == e.record, t
     assert after.entry(T[2], "clean", State.REQUESTED).record["hoodieCleanerPlan"] == CLEANER_PLAN
+
+
+def test_a_snapshot_whose_file_is_missing_is_reported(storage):
+    name = L.append(storage, _records(T[1]), folder=FOLDER)
+    storage.delete(f"{FOLDER}/{name}")
+    with pytest.raises(HudiCorruptFileError, match=f"lists {name}, which is missing"):
+        L.read_instants(storage, FOLDER)

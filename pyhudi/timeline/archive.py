@@ -89,7 +89,7 @@ from pyhudi.timeline.instant import (
     Instant,
     State,
 )
-from pyhudi.timeline.lsm_history import LSMHistory, archive_active, has_history, history_folder
+from pyhudi.timeline.lsm_history import LSMHistory, archive_active, has_history, history_folder, history_folder_of
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 __all__ = ["ARCHIVE_FOLDER", "ARCHIVAL_BATCH_SIZE", "ArchiveResult", "ArchivedEntry", "ArchivedTimeline",
@@ -153,10 +153,14 @@ def list_archive_files(storage: Storage, folder: str = ARCHIVE_FOLDER) -> list[s
     return [path for _, path in sorted(found)]
 
 
-def _layout_version(storage: Storage) -> int:
+def _place(storage: Storage) -> tuple[int, str]:
+    """(timeline layout version, archived-timeline folder) of the table, from one config read."""
     props = load_table_config(storage).props
-    return int(props.get("hoodie.timeline.layout.version") or (2 if int(props.get("hoodie.table.version") or 6) >= 8
-                                                               else 1))
+    layout = int(props.get("hoodie.timeline.layout.version")
+                 or (2 if int(props.get("hoodie.table.version") or 6) >= 8 else 1))
+    if layout >= 2:
+        return layout, history_folder_of(props)
+    return layout, f"{META_FOLDER}/{props.get('hoodie.archivelog.folder') or 'archived'}"
 
 
 def legacy_archive_folder(storage: Storage) -> str:
@@ -168,24 +172,22 @@ def legacy_archive_folder(storage: Storage) -> str:
 def archive_folder(storage: Storage) -> str:
     """The table's archived-timeline folder: the archive log folder in timeline layout 1, the LSM
     history (``.hoodie/timeline/history``) in layout 2."""
-    return history_folder(storage) if _layout_version(storage) >= 2 else legacy_archive_folder(storage)
+    return _place(storage)[1]
 
 
 def has_archive(storage: Storage) -> bool:
     """Whether archival moved instants off the table's active timeline (an archive file, or in
     layout 2 a published history file, exists)."""
-    if _layout_version(storage) >= 2:
-        return has_history(storage)
-    return bool(list_archive_files(storage, legacy_archive_folder(storage)))
+    layout, folder = _place(storage)
+    return has_history(storage, folder) if layout >= 2 else bool(list_archive_files(storage, folder))
 
 
 def archived_timeline(storage: Storage) -> ArchivedTimeline | LSMHistory:
     """The table's archived timeline in its layout: the archive log files (version 6) or the LSM
     history (versions 8 and 9); both answer ``instants``, ``completed_writes``, ``metadata``,
     ``commit_metadata`` and ``last_instant_time``."""
-    if _layout_version(storage) >= 2:
-        return LSMHistory(storage)
-    return ArchivedTimeline(storage, folder=legacy_archive_folder(storage))
+    layout, folder = _place(storage)
+    return LSMHistory(storage, folder=folder) if layout >= 2 else ArchivedTimeline(storage, folder=folder)
 
 
 # -- conversion --------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import io
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,15 +142,20 @@ class Manifest:
 
 
 # -- names and paths ---------------------------------------------------------------------------
-def history_folder(storage: Storage) -> str:
-    """The history folder: ``.hoodie/<hoodie.timeline.path>/<hoodie.timeline.history.path>``
-    (``timeline`` and ``history`` by default), as Hudi's TimelinePathProviderV2 resolves it."""
-    try:
-        props = load_table_config(storage).props
-    except HudiError:
-        props = {}
+def history_folder_of(props: Mapping[str, str]) -> str:
+    """The history folder of a table with these properties:
+    ``.hoodie/<hoodie.timeline.path>/<hoodie.timeline.history.path>`` (``timeline`` and ``history``
+    by default), as Hudi's TimelinePathProviderV2 resolves it."""
     return f"{META_FOLDER}/{props.get('hoodie.timeline.path') or 'timeline'}/" \
            f"{props.get('hoodie.timeline.history.path') or 'history'}"
+
+
+def history_folder(storage: Storage) -> str:
+    """The history folder of the table at ``storage`` (the default one without a readable config)."""
+    try:
+        return history_folder_of(load_table_config(storage).props)
+    except HudiError:
+        return history_folder_of({})
 
 
 def data_file_name(min_instant: str, max_instant: str, layer: int) -> str:
@@ -284,7 +289,12 @@ def read_instants(storage: Storage, folder: str | None = None) -> list[LSMInstan
     found: dict[tuple[str, str], LSMInstant] = {}
     for name in sorted(read_manifest(storage, folder).file_names, key=lambda n: (-_layer(n), n)):
         path = f"{folder}/{name}"
-        for inst in decode_file(storage.read_bytes(path), source=storage.full(path)):
+        try:
+            data = storage.read_bytes(path)
+        except FileNotFoundError:
+            raise HudiCorruptFileError(f"{storage.full(folder)}: the latest manifest lists {name}, which is "
+                                       "missing") from None
+        for inst in decode_file(data, source=storage.full(path)):
             found[(inst.instant_time, inst.action)] = inst
     return [found[k] for k in sorted(found)]
 
