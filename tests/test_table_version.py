@@ -14,8 +14,12 @@ from conftest import hudi_rs_rows, unzip_table
 import pyhudi
 from pyhudi.cli.main import main as cli_main
 from pyhudi.config import properties as P
-from pyhudi.errors import HudiUnsupportedError
+from pyhudi.errors import HudiRetentionError, HudiUnsupportedError
+from pyhudi.read.retention import Retention, cleaned_slices
+from pyhudi.services.restore import archived_writes_after
 from pyhudi.storage import Storage
+from pyhudi.timeline.archive import ArchivedTimeline, has_archive, list_archive_files
+from pyhudi.timeline.lsm_history import LSMHistory
 from pyhudi.timeline.timeline import Timeline
 
 COW = ["v6_empty", "v6_nonpartitioned", "v6_simplekeygen_nonhivestyle", "v6_simplekeygen_hivestyle_no_metafields"]
@@ -127,3 +131,93 @@ def test_the_cli_moves_a_table(interop_dir, tmp_path, capsys):
     assert cli_main(["downgrade", "--path", str(path)]) in (0, None)
     assert "table version 8 -> 6" in capsys.readouterr().out
     shutil.rmtree(path)
+
+
+ARCHIVING = {"hoodie.table.name": "arch", "hoodie.datasource.write.recordkey.field": "id",
+             "hoodie.datasource.write.partitionpath.field": "p", "hoodie.datasource.write.precombine.field": "ts",
+             "hoodie.metadata.enable": "false", "hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+             "hoodie.clean.commits.retained": "1"}
+
+
+def _archiving_writes(spark, path: str, count: int = 8, **options: str) -> list[str]:
+    """Commits: the first four insert one key each into a partition of its own (files that stay
+    live while their commits are archived), the others update one key of a shared partition
+    (versions the cleaner removes); every write cleans and archives inline."""
+    times = []
+    for i in range(count):
+        row = (f"k{i}", f"p{i}", i, i) if i < 4 else ("h", "hot", i, 100 + i)
+        times.append(pyhudi.write(spark.createDataFrame([row], "id string, p string, ts long, v int"), path,
+                                  {**ARCHIVING, **options}).instant_time)
+    return times
+
+
+def _kv(path: str, **kw) -> list[tuple]:
+    return sorted((r["id"], r["v"]) for r in hudi_rs_rows(path, **kw))
+
+
+def test_a_table_with_an_archived_timeline_moves_to_9_and_back(spark, tmp_path):
+    path = str(tmp_path / "arch")
+    times = _archiving_writes(spark, path, **{"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "6"})
+    storage = Storage(path)
+    v6 = ArchivedTimeline(storage)
+    archived = [(i.timestamp, i.action) for i in v6.instants()]
+    assert [t for t, a in archived if a == "commit"] == times[:2]
+    rows = _kv(path)
+    assert rows == [("h", 107), ("k0", 0), ("k1", 1), ("k2", 2), ("k3", 3)]
+    # time travel to archived commits whose files are all still there
+    as_of = {t: [(f"k{j}", j) for j in range(i + 1)] for i, t in enumerate(times[:4])}
+    assert {t: _kv(path, as_of=t) for t in as_of} == as_of
+
+    moved = pyhudi.upgrade(path, to=9)
+    assert moved.archive_files_written >= 3
+    assert not list_archive_files(storage) and has_archive(storage)
+    history = LSMHistory(storage)
+    assert [(i.timestamp, i.action) for i in history.instants()] == archived
+    assert [r.completion_time for r in history.records()] == [
+        v6.entry(t, a).state_transition_time for t, a in archived]
+    assert _kv(path) == rows
+    assert {t: _kv(path, as_of=t) for t in as_of} == as_of
+
+    # archival of the version-9 table goes to the LSM history
+    assert pyhudi.archive(path, ARCHIVING)
+    grown = LSMHistory(storage)
+    assert [i.timestamp for i in grown.completed_writes()] == times[:6]
+    assert set(history.instants()) < set(grown.instants())
+    assert [i.timestamp for i in pyhudi.HudiTable(path).timeline.completed_writes()] == times[6:]
+    assert _kv(path) == rows
+    assert {t: _kv(path, as_of=t) for t in as_of} == as_of
+
+    back = pyhudi.downgrade(path, to=6)
+    assert back.archive_files_written == 1
+    assert not list(Path(path, ".hoodie", "timeline", "history").iterdir())
+    again = ArchivedTimeline(storage)
+    assert [(i.timestamp, i.action) for i in again.instants()] == [(i.timestamp, i.action) for i in grown.instants()]
+    for t, a in archived:  # what version 6 archived comes back as it was
+        assert again.entry(t, a).record == v6.entry(t, a).record, (t, a)
+    assert _kv(path) == rows
+    assert {t: _kv(path, as_of=t) for t in as_of} == as_of
+
+
+def test_retention_and_restore_consult_the_lsm_history_of_a_version_9_table(spark, tmp_path):
+    path = str(tmp_path / "ret")
+    times = _archiving_writes(spark, path, 11)
+    storage = Storage(path)
+    table = pyhudi.HudiTable(path)
+    # a version of "h" that an archived clean removed: only the archived timeline knows it is gone
+    v6 = ArchivedTimeline(storage)
+    clean = next(i.timestamp for i in v6.instants() if i.action == "clean")
+    gone = v6.metadata(clean, "clean")["partitionMetadata"]["hot"]["successDeleteFiles"][0]
+    updated = gone.rsplit("_", 1)[1].split(".")[0]
+    assert updated in times[4:] and not [s for s in cleaned_slices(storage, table.timeline) if s.needed_at(updated)]
+
+    def answers(t: pyhudi.HudiTable) -> tuple:
+        retention = Retention(t.storage, t.timeline)
+        with pytest.raises(HudiRetentionError, match=f"as written at {updated}, which clean {clean} removed") as no:
+            retention.check(updated)
+        retention.check(times[3])  # every file it needs is still there
+        return str(no.value), archived_writes_after(t, times[1])
+
+    at_6 = answers(table)
+    assert at_6[1] == [t for t in times[2:] if t in {i.timestamp for i in v6.instants()}] and at_6[1]
+    pyhudi.upgrade(path, to=9)
+    assert answers(pyhudi.HudiTable(path)) == at_6

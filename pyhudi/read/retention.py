@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiRetentionError
 from pyhudi.io.file_names import slice_key
 from pyhudi.storage import Storage
-from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
+from pyhudi.timeline.archive import archived_timeline, has_archive
 from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT, Instant, State
 from pyhudi.timeline.timeline import Timeline, read_avro_record
 
@@ -66,7 +66,7 @@ def _clean_records(storage: Storage, timeline: Timeline, *, archived: bool) -> l
             out.append((c.timestamp, read_avro_record(timeline.read_bytes(requested),
                                                       source=timeline.path_of(requested))))
     if archived:
-        old = ArchivedTimeline(storage, folder=archive_folder(storage))
+        old = archived_timeline(storage)  # archive log files (v6) or the LSM history (v8, v9)
         for inst in old.instants():
             if inst.action == CLEAN and inst.is_completed:
                 meta = old.metadata(inst.timestamp, CLEAN)

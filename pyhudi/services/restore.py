@@ -25,7 +25,7 @@ from pyhudi.io.file_names import slice_key
 from pyhudi.plans.compaction import pending_compactions
 from pyhudi.plans.savepoint import list_savepoints
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.archive import ArchivedTimeline, archive_folder, has_archive
+from pyhudi.timeline.archive import archived_timeline, has_archive
 from pyhudi.timeline.avro_records import RESTORE_METADATA, RESTORE_PLAN, read_record, write_record
 from pyhudi.timeline.instant import (
     CLEAN,
@@ -135,7 +135,7 @@ def rollback_commit(table: HudiTable, instant: str | None = None, *, cfg: HudiCo
 def archived_writes_after(table: HudiTable, instant: str) -> list[str]:
     if not has_archive(table.storage):
         return []
-    archived = ArchivedTimeline(table.storage, folder=archive_folder(table.storage))
+    archived = archived_timeline(table.storage)  # archive log files (v6) or the LSM history (v8, v9)
     return [i.timestamp for i in archived.completed_writes() if i.timestamp > instant]
 
 

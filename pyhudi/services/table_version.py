@@ -10,9 +10,11 @@ version, and a failure before it leaves the table as it was (:mod:`pyhudi.timeli
 
 What pyhudi does not convert is refused before anything changes, naming it: a pending instant
 (finish or roll it back first: Hudi rolls failed writes back and compacts first), log files in the
-latest slices of a merge-on-read table (compact first), an archived timeline (its LSM form is not
-written yet), index definitions. The metadata table is dropped (readers list storage until a writer
-that keeps one rebuilds it); it holds nothing the data files do not.
+latest slices of a merge-on-read table (compact first), index definitions. An archived timeline
+moves with the active one: version 6's archive log files become the LSM history of versions 8 and
+9 and back, switched by the same ``hoodie.properties`` update. The metadata table is dropped
+(readers list storage until a writer that keeps one rebuilds it); it holds nothing the data files
+do not.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ from pyhudi.config.properties import update_table_config
 from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.archive import has_archive
-from pyhudi.timeline.layout_change import remove_old, write_converted
+from pyhudi.timeline.layout_change import remove_old, write_converted, write_converted_archive
 from pyhudi.transaction.lock import TableLock
 
 log = logging.getLogger("pyhudi")
@@ -65,6 +66,7 @@ class VersionChange:
     to_version: int
     instants_converted: int
     metadata_table_dropped: bool
+    archive_files_written: int = 0  # files of the archived timeline in its new layout
 
 
 def _refuse(table: HudiTable, what: str, todo: str) -> HudiUnsupportedError:
@@ -81,9 +83,6 @@ def _check(table: HudiTable, to_version: int) -> None:
         raise _refuse(table, f"instants are pending ({', '.join(str(i) for i in pending[:3])})",
                       "Let them finish, or roll failed writes back (the next write does), then run again")
     if (version < 8) != (to_version < 8):  # the timeline changes layout
-        if has_archive(table.storage) or table.storage.list_files(".hoodie/timeline/history"):
-            raise _refuse(table, "it has an archived timeline, which pyhudi does not convert between layouts yet",
-                          "Use Apache Hudi's upgrade for this table")
         if table.table_type == P.MERGE_ON_READ and any(
                 s.log_files for s in table.file_system_view().latest_slices()):
             raise _refuse(table, "its latest file slices have log files, which table versions 6 and 8 name and "
@@ -179,14 +178,17 @@ def change_version(table: HudiTable, to_version: int, cfg: HudiConfig | None = N
         dropped = bool(table.config.metadata_partitions) or table.storage.is_dir(".hoodie/metadata")
         if dropped:
             prepare_metadata_table(table, enabled=False)
-        conversion = None
+        conversion = archived = None
         if (from_version < 8) != (to_version < 8):
-            conversion = write_converted(table.storage, to_layout=2 if to_version >= 8 else 1,
-                                         utc=table.config.utc_timeline)
+            layout = 2 if to_version >= 8 else 1
+            conversion = write_converted(table.storage, to_layout=layout, utc=table.config.utc_timeline)
+            archived = write_converted_archive(table.storage, to_layout=layout)
         update_table_config(table.storage, property_changes(table.config.props, from_version, to_version))
-        if conversion is not None:
-            remove_old(table.storage, conversion)
+        for done in (conversion, archived):
+            if done is not None:
+                remove_old(table.storage, done)
         table.reload()
         log.info("%s: table version %d -> %d", table.path, from_version, to_version)
         return VersionChange(table.path, from_version, to_version,
-                             len(conversion.written) if conversion else 0, dropped)
+                             len(conversion.written) if conversion else 0, dropped,
+                             len(archived.written) if archived else 0)

@@ -38,6 +38,10 @@ datums. What this module does, and the Hudi 0.14 source it follows
 Readers (:class:`ArchivedTimeline`) read every archive file in version order, tolerate a
 truncated tail (a writer that died mid-block), resolve each record against the 0.14 schema (older
 archives lack newer fields) and de-duplicate entries, as Java collects them into a set.
+
+Tables of versions 8 and 9 (timeline layout 2) archive into the LSM history instead
+(:mod:`pyhudi.timeline.lsm_history`): :func:`archive_instants` sends their instants there, and
+:func:`archived_timeline` / :func:`has_archive` answer for whichever form the table has.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from pyhudi.timeline.avro_records import (
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import (
     CLEAN,
+    CLUSTERING,
     COMMIT,
     COMPACTION,
     COMPLETES_AS,
@@ -84,10 +89,12 @@ from pyhudi.timeline.instant import (
     Instant,
     State,
 )
+from pyhudi.timeline.lsm_history import LSMHistory, archive_active, has_history, history_folder, history_folder_of
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
 __all__ = ["ARCHIVE_FOLDER", "ARCHIVAL_BATCH_SIZE", "ArchiveResult", "ArchivedEntry", "ArchivedTimeline",
-           "archive_file_name", "archive_instants", "commit_metadata_to_avro", "list_archive_files"]
+           "archive_file_name", "archive_instants", "archived_timeline", "commit_metadata_to_avro",
+           "list_archive_files", "write_archive_entries"]
 
 log = logging.getLogger(__name__)
 
@@ -146,15 +153,41 @@ def list_archive_files(storage: Storage, folder: str = ARCHIVE_FOLDER) -> list[s
     return [path for _, path in sorted(found)]
 
 
-def archive_folder(storage: Storage) -> str:
-    """The table's archived-timeline folder (``hoodie.archivelog.folder``, ``archived`` by default)."""
+def _place(storage: Storage) -> tuple[int, str]:
+    """(timeline layout version, archived-timeline folder) of the table, from one config read."""
+    props = load_table_config(storage).props
+    layout = int(props.get("hoodie.timeline.layout.version")
+                 or (2 if int(props.get("hoodie.table.version") or 6) >= 8 else 1))
+    if layout >= 2:
+        return layout, history_folder_of(props)
+    return layout, f"{META_FOLDER}/{props.get('hoodie.archivelog.folder') or 'archived'}"
+
+
+def legacy_archive_folder(storage: Storage) -> str:
+    """The folder of version-6 archive log files (``hoodie.archivelog.folder``, ``archived`` by default)."""
     name = load_table_config(storage).props.get("hoodie.archivelog.folder") or "archived"
     return f"{META_FOLDER}/{name}"
 
 
+def archive_folder(storage: Storage) -> str:
+    """The table's archived-timeline folder: the archive log folder in timeline layout 1, the LSM
+    history (``.hoodie/timeline/history``) in layout 2."""
+    return _place(storage)[1]
+
+
 def has_archive(storage: Storage) -> bool:
-    """Whether archival moved instants off the table's active timeline (an archive file exists)."""
-    return bool(list_archive_files(storage, archive_folder(storage)))
+    """Whether archival moved instants off the table's active timeline (an archive file, or in
+    layout 2 a published history file, exists)."""
+    layout, folder = _place(storage)
+    return has_history(storage, folder) if layout >= 2 else bool(list_archive_files(storage, folder))
+
+
+def archived_timeline(storage: Storage) -> ArchivedTimeline | LSMHistory:
+    """The table's archived timeline in its layout: the archive log files (version 6) or the LSM
+    history (versions 8 and 9); both answer ``instants``, ``completed_writes``, ``metadata``,
+    ``commit_metadata`` and ``last_instant_time``."""
+    layout, folder = _place(storage)
+    return LSMHistory(storage, folder=folder) if layout >= 2 else ArchivedTimeline(storage, folder=folder)
 
 
 # -- conversion --------------------------------------------------------------------------------
@@ -250,6 +283,20 @@ def _data_block(records: list[dict[str, Any]], schema_text: str) -> bytes:
     return encode_block(BlockType.AVRO_DATA_BLOCK, {HeaderKey.SCHEMA: schema_text}, b"".join(parts))
 
 
+def write_archive_entries(storage: Storage, records: list[dict[str, Any]], *, folder: str = ARCHIVE_FOLDER,
+                          batch_size: int = ARCHIVAL_BATCH_SIZE) -> str | None:
+    """Write ``HoodieArchivedMetaEntry`` records into a new archive file (the next version after
+    the latest, as an archival run on a store that cannot append); returns its path (None: no
+    records, nothing written)."""
+    if not records:
+        return None
+    schema_text = schema_json(ARCHIVED_META_ENTRY)
+    data = b"".join(_data_block(records[i:i + batch_size], schema_text) for i in range(0, len(records), batch_size))
+    target, _ = _target_file(storage, folder, False)
+    storage.create_new(target, data)
+    return target
+
+
 # -- archiving ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ArchiveResult:
@@ -288,7 +335,7 @@ def _files_to_archive(timeline: Timeline, times: Iterable[str]) -> list[Instant]
             raise HudiError(f"instant time {ts} is used by several actions ({sorted(families)}); "
                             "the timeline is damaged")
         for inst in mine:
-            if inst.action not in _ARCHIVABLE:
+            if inst.action not in _ARCHIVABLE and not (inst.action == CLUSTERING and timeline.layout_version >= 2):
                 raise HudiUnsupportedError(f"instant {ts} is a {inst.action}; Hudi 0.14 does not archive {inst.action} "
                                            "instants, they stay on the active timeline")
         wanted.extend(sorted(mine))
@@ -318,6 +365,11 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
     complete block, and rolls over otherwise. ``utc`` formats the entries' state transition times
     in UTC (``hoodie.table.timeline.timezone=UTC``) instead of local time.
 
+    On a layout-2 timeline (table versions 8 and 9) the instants go to the LSM history as one
+    layer-0 file and snapshot, the active files are deleted in the same order, and the history is
+    compacted (:func:`pyhudi.timeline.lsm_history.archive_active`); ``append``, ``batch_size`` and
+    ``utc`` do not apply there.
+
     Crash safety comes from the order of steps. The archive is complete before anything is
     deleted, so a crash leaves the instants on the active timeline (a later run archives them
     again; readers de-duplicate, as Java's do). Then requested and inflight files go, and the
@@ -330,15 +382,17 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
     deletes pending files, then completed ones, in parallel; 0.15 made the completed step
     sequential in time order for this reason, HUDI-7207).
     """
-    if timeline.layout_version >= 2:
-        raise HudiUnsupportedError("tables of version 8 archive into the LSM timeline (.hoodie/timeline/history), "
-                                   "which pyhudi does not write")
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     timeline.reload()
     files = _files_to_archive(timeline, instants)
     if not files:
         return ArchiveResult("", False, [], [])
+    if timeline.layout_version >= 2:  # versions 8 and 9: the LSM history
+        lsm_folder = folder if folder != ARCHIVE_FOLDER else history_folder(storage)
+        done = archive_active(storage, timeline, files, folder=lsm_folder)
+        written = f"{lsm_folder}/{done.file}" if done.file else ""
+        return ArchiveResult(written, False, files, done.deleted)
     records = []
     for inst in files:  # their modification times as the reload just listed them
         path = timeline.path_of(inst)
