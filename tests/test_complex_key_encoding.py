@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import hudi_rs_rows, pyhudi_rows
 from pyspark.sql import types as T
@@ -71,7 +72,7 @@ def test_a_table_of_bare_keys_is_written_with_bare_keys(spark, tmp_path, table_t
     assert _keys(spark, path) == [("a", 1), ("b", 2)]
     pyhudi.write(spark.createDataFrame(UPDATE, SCHEMA), path, opts)
     assert _keys(spark, path) == [("a", 10), ("b", 2)]
-    found = stored_key(pyhudi.HudiTable(path))
+    found = stored_key(pyhudi.HudiTable(path), "id")
     assert found is not None and found.key == "a"
     assert (".log." in found.path) == (table_type == "MERGE_ON_READ")  # the latest commit wrote a log file
     pyhudi.write(spark.createDataFrame([("b", "y", "1", 3, 20), ("c", "x", "2", 3, 3)], SCHEMA), path, opts)
@@ -102,6 +103,10 @@ def test_validation_off_writes_what_the_option_says(spark, tmp_path):
     pyhudi.write(spark.createDataFrame(ROWS, SCHEMA), path, OPTS)
     pyhudi.write(spark.createDataFrame(UPDATE, SCHEMA), path, {**OPTS, NEW: "true", VALIDATION: "false"})
     assert _keys(spark, path) == [("a", 10), ("id:a", 1), ("id:b", 2)]
+    found = stored_key(pyhudi.HudiTable(path), "id")
+    assert found is not None and found.key == "a"  # what the latest commit wrote
+    held = pq.read_table(os.path.join(path, found.path), columns=["_hoodie_record_key"]).column(0).to_pylist()
+    assert sorted(held) == ["a", "id:a"]  # a file of both encodings: its footer's bounds do not tell
 
 
 def test_a_table_whose_keys_cannot_be_read_is_refused_unless_validation_is_off(spark, tmp_path):

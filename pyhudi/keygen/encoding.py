@@ -11,7 +11,7 @@ Apache Hudi 1.1 therefore refuses every write to such a table of version 8 or be
 ``hoodie.write.complex.keygen.validation.enable`` is true (its default), whatever the table holds,
 and its later versions learn the encoding from a stored key. pyhudi does the latter on every write
 to a table with records (:func:`resolve_encoding`): it reads one ``_hoodie_record_key`` that the
-latest commits wrote (:func:`stored_key`: two columns of one base file, or one log data block)
+latest commits wrote (:func:`stored_key`: the footer of one base file, or one log data block)
 and writes the same encoding; a table without records gets what ``new.encoding`` says (``f:v`` by
 default, what Hudi 1.x writes and keeps on upgrade to version 9). With validation on, a stored key
 that cannot be read, or a ``new.encoding`` given that contradicts the stored keys, is refused with
@@ -33,6 +33,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableMismatchError
 from pyhudi.io.avro_schema import COMMIT_TIME, RECORD_KEY
+from pyhudi.io.base_file import MAX_KEY, MIN_KEY
 from pyhudi.io.file_names import parse_log_file
 from pyhudi.io.log_format import BlockType, data_block_records, read_log_file
 from pyhudi.keygen.spec import KeyGenSpec
@@ -61,11 +62,20 @@ class StoredKey:
         return self.key.startswith(field + ":")
 
 
-def _base_file_key(storage: Storage, path: str, instant: str) -> str | None:
-    """The key of a record ``instant`` wrote into the base file, else of its newest record (a
-    compaction or clustering keeps the records' commit times)."""
+def _base_file_key(storage: Storage, path: str, instant: str, field: str) -> str | None:
+    """A key of the base file: its footer's smallest key when its smallest and largest key are
+    encoded alike (the footer alone is read: Hudi's writers record both), else the key of a record
+    ``instant`` wrote into it, else of its newest record (a compaction or clustering keeps the
+    records' commit times)."""
     with storage.fs.open_input_file(storage.full(path)) as f:
-        rows = pq.read_table(f, columns=[COMMIT_TIME, RECORD_KEY])
+        parquet = pq.ParquetFile(f)
+        footer = parquet.metadata.metadata or {}
+        low, high = footer.get(MIN_KEY.encode()), footer.get(MAX_KEY.encode())
+        if low is not None and high is not None:
+            prefix = (field + ":").encode()
+            if low.startswith(prefix) == high.startswith(prefix):
+                return low.decode()
+        rows = parquet.read(columns=[COMMIT_TIME, RECORD_KEY])
     rows = rows.filter(pc.is_valid(rows.column(RECORD_KEY)))
     if rows.num_rows == 0:
         return None
@@ -89,7 +99,7 @@ def _log_file_key(storage: Storage, path: str, instant: str) -> str | None:
     return str(keys[0].as_py()) if len(keys) else None
 
 
-def _key_in(storage: Storage, path: str, instant: str) -> str | None:
+def _key_in(storage: Storage, path: str, instant: str, field: str) -> str | None:
     """A key the file holds, None when it holds none or cannot be read (deleted by a cleaner since,
     damaged): one unreadable file leaves the question to the next one."""
     name = path.rsplit("/", 1)[-1]
@@ -97,16 +107,16 @@ def _key_in(storage: Storage, path: str, instant: str) -> str | None:
         if parse_log_file(name) is not None:
             return _log_file_key(storage, path, instant)
         if name.endswith(".parquet"):
-            return _base_file_key(storage, path, instant)
+            return _base_file_key(storage, path, instant, field)
     except (OSError, HudiError, pa.ArrowException) as exc:
         log.info("no record key read from %s to learn the key encoding (%s)", path, exc)
     return None
 
 
-def stored_key(table: HudiTable) -> StoredKey | None:
-    """A record key the table's latest commits stored: the first readable one, searching their
-    written files newest commit first (base files of a commit before its log files); None when
-    none of the last :data:`MAX_COMMITS_SEARCHED` commits left one."""
+def stored_key(table: HudiTable, field: str) -> StoredKey | None:
+    """A record key the table's latest commits stored (``field``: its one record key field): the
+    first readable one, searching their written files newest commit first (base files of a commit
+    before its log files); None when none of the last :data:`MAX_COMMITS_SEARCHED` commits left one."""
     for inst in reversed(table.timeline.completed_writes()[-MAX_COMMITS_SEARCHED:]):
         try:
             stats = table.timeline.commit_metadata(inst).write_stats()
@@ -114,7 +124,7 @@ def stored_key(table: HudiTable) -> StoredKey | None:
             break
         paths = [s.path for s in stats if s.path and not s.is_log] + [s.path for s in stats if s.path and s.is_log]
         for path in paths:
-            key = _key_in(table.storage, path, inst.timestamp)
+            key = _key_in(table.storage, path, inst.timestamp, field)
             if key is not None:
                 return StoredKey(key, path, inst.timestamp)
     return None
@@ -137,7 +147,7 @@ def resolve_encoding(table: HudiTable | None, spec: KeyGenSpec, cfg: HudiConfig)
         return spec
     declared, explicit = spec.field_prefixed, cfg.is_set(C.COMPLEX_KEYGEN_NEW_ENCODING)
     validate = cfg.get(C.COMPLEX_KEYGEN_VALIDATION)
-    found = stored_key(table)
+    found = stored_key(table, field)
     if found is None:
         if not validate:
             return spec

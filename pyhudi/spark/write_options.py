@@ -27,7 +27,7 @@ from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
-from pyhudi.write.replace import INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
+from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
 from pyhudi.write.result import OPERATION_TYPES
 
 log = logging.getLogger("pyhudi")
@@ -106,7 +106,9 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
     if not populate and keeps_record_index(cfg):
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
-    return resolve_encoding(request.table, resolve_keygen(cfg), cfg)
+    spec = resolve_keygen(cfg)
+    # a delete_partition writes no record: the keys' encoding does not matter to it
+    return spec if replace == DELETE_PARTITION else resolve_encoding(request.table, spec, cfg)
 
 
 def check_stats_columns(cfg: HudiConfig, target: pa.Schema) -> None:
