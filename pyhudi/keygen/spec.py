@@ -96,7 +96,9 @@ class KeyGenSpec:
         return self.kind == COMPLEX and len(self.record_key_fields) == 1
 
 
-def _kind_from_class(name: str, *, what: str = "key generator") -> str:
+def kind_of_class(name: str, *, what: str = "key generator") -> str:
+    """The kind of a key generator class (full or simple name); one pyhudi does not implement is
+    refused, ``what`` naming where it was given (``key=`` for an option or property)."""
     short = name.rsplit(".", 1)[-1]
     if short not in _KIND_OF:
         named = what + name if what.endswith("=") else f"{what} {name}"
@@ -122,7 +124,7 @@ def table_keygen_kind(props: Mapping[str, str]) -> str | None:
     recorded (Hudi infers it from the fields). One pyhudi does not implement is refused naming it."""
     klass = (props.get(P.KEYGEN_CLASS) or "").strip()
     if klass:
-        return _kind_from_class(klass, what=f"{P.KEYGEN_CLASS}=")
+        return kind_of_class(klass, what=f"{P.KEYGEN_CLASS}=")
     ktype = (props.get(P.KEYGEN_TYPE) or "").strip()
     if ktype:
         return _kind_from_type(ktype, what=P.KEYGEN_TYPE)
@@ -152,7 +154,7 @@ def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
     part_fields = cfg.get(C.PARTITIONPATH_FIELD) or ()
     klass = cfg.get(C.KEYGENERATOR_CLASS)
     if klass:
-        kind = _kind_from_class(klass)
+        kind = kind_of_class(klass)
     elif cfg.get(C.KEYGENERATOR_TYPE):
         kind = cfg.get(C.KEYGENERATOR_TYPE)  # the option's parser refuses the types pyhudi does not implement
     elif not part_fields:

@@ -21,7 +21,7 @@ from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.encoding import resolve_encoding
-from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen, table_keygen_kind
+from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
 from pyhudi.services.archival import validate as validate_archival
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
@@ -153,7 +153,7 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
 def _keygen_option_kind(cfg: HudiConfig) -> str | None:
     """The key generator the write's own options name (class first, as Hudi), None when they name none."""
     if cfg.is_set(C.KEYGENERATOR_CLASS) and cfg.get(C.KEYGENERATOR_CLASS):
-        return table_keygen_kind({P.KEYGEN_CLASS: cfg.get(C.KEYGENERATOR_CLASS)})
+        return kind_of_class(cfg.get(C.KEYGENERATOR_CLASS), what=C.KEYGENERATOR_CLASS.key + "=")
     if cfg.is_set(C.KEYGENERATOR_TYPE) and cfg.get(C.KEYGENERATOR_TYPE):
         return cfg.get(C.KEYGENERATOR_TYPE)
     return None
