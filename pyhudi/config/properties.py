@@ -20,7 +20,16 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
+from pyhudi.config import support
+from pyhudi.config.support import (  # noqa: F401 -- keys and limits of hoodie.properties, named here too
+    CDC_ENABLED,
+    HIGHEST_TABLE_VERSION,
+    LAYOUT_VERSION,
+    MERGE_MODE,
+    PAYLOAD_CLASS,
+    TYPE,
+    VERSION,
+)
 from pyhudi.errors import HudiTablePropertiesError, HudiUnsupportedError
 from pyhudi.storage import Storage
 
@@ -33,9 +42,6 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 
 NAME = "hoodie.table.name"
 DATABASE = "hoodie.database.name"
-TYPE = "hoodie.table.type"
-VERSION = "hoodie.table.version"
-LAYOUT_VERSION = "hoodie.timeline.layout.version"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
@@ -49,15 +55,9 @@ CREATE_SCHEMA = "hoodie.table.create.schema"
 BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 ARCHIVE_FOLDER = "hoodie.archivelog.folder"
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
-PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
-MERGE_MODE = "hoodie.record.merge.mode"
-CDC_ENABLED = "hoodie.table.cdc.enabled"
 MULTIPLE_BASE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
-
-#: Newest table version of Apache Hudi (1.1); a table claiming a later one has a format pyhudi cannot know.
-HIGHEST_TABLE_VERSION = 9
 
 #: the table version from which every Hudi table config carries ``hoodie.table.checksum``
 CHECKSUM_SINCE_VERSION = 4
@@ -250,21 +250,11 @@ class TableConfig:
 
     @property
     def payload_class(self) -> str | None:
-        """The payload class whose merge semantics records of this data table follow.
-
-        Tables of version 8 on name a record merge mode instead (COMMIT_TIME_ORDERING is
-        OverwriteWithLatestAvroPayload, EVENT_TIME_ORDERING DefaultHoodieRecordPayload). Any other
-        payload or mode is an error: merging its records by one of the two would be silently wrong.
-        """
-        mode = self.props.get(MERGE_MODE, "").strip().upper()
-        payload = PAYLOAD_OF_MERGE_MODE.get(mode) if mode else self.props.get(PAYLOAD_CLASS)
-        if (mode and payload is None) or payload not in (None, OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
-            what = f"{MERGE_MODE}={mode}" if mode else f"{PAYLOAD_CLASS}={payload}"
-            raise HudiUnsupportedError(
-                f"table {self.name} merges records with {what}, which pyhudi does not implement (it implements "
-                "OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload, the merge modes "
-                "COMMIT_TIME_ORDERING and EVENT_TIME_ORDERING); use Apache Hudi's own Spark bundle for this table")
-        return payload
+        """The payload class whose merge semantics records of this data table follow
+        (:func:`~pyhudi.config.support.merge_semantics`: a merge mode of version 8 on stands for
+        its payload); a merge pyhudi does not implement is an error, since merging its records by
+        another rule would be silently wrong."""
+        return support.merge_semantics(self.props, self.name)
 
     def check_data_table(self, *, merges: bool = True) -> None:
         """Fail, naming the feature, when this data table has files pyhudi cannot read right: base
@@ -283,6 +273,14 @@ class TableConfig:
                 "columns), which pyhudi does not implement; use Apache Hudi's own Spark bundle for this table")
         if merges:
             self.payload_class  # noqa: B018 -- raises for a merge pyhudi does not implement
+
+    def check_writable(self, action: str, *, merges: bool = False) -> None:
+        """Refuse ``action`` (a write or a table service, named in the error) before it writes a
+        file when pyhudi does not write this table (:func:`~pyhudi.config.support.check_writable`)
+        or cannot read its data files right (:meth:`check_data_table`; ``merges``: the action merges
+        records, so the table's merge must be one pyhudi implements)."""
+        support.check_writable(self.props, self.name, action)
+        self.check_data_table(merges=merges)
 
     @property
     def metadata_partitions(self) -> tuple[str, ...]:
@@ -400,13 +398,10 @@ def load_table_config(storage: Storage, *, attempts: int = READ_ATTEMPTS) -> Tab
 
 
 def _known_version(storage: Storage, config: TableConfig) -> TableConfig:
-    """``config``, unless it claims a table version pyhudi cannot know the format of."""
-    version = config.props.get(VERSION, "6").strip()
-    if not version.isdigit() or int(version) > HIGHEST_TABLE_VERSION:
-        raise HudiUnsupportedError(
-            f"{storage.full(PROPERTIES_FILE)} says {VERSION}={version}, a table version pyhudi does not know "
-            f"(it reads versions up to {HIGHEST_TABLE_VERSION} and writes 6); use the Apache Hudi release "
-            "that wrote the table")
+    """``config``, unless pyhudi cannot read its table right at all
+    (:func:`~pyhudi.config.support.check_understood`: a table version it does not read, another
+    timeline layout or table format...)."""
+    support.check_understood(config.props, where=storage.full(PROPERTIES_FILE))
     return config
 
 

@@ -56,10 +56,30 @@ KEYGENERATOR_CLASS = option(
     "hoodie.datasource.write.keygenerator.class", None,
     "Key generator class; inferred from the key and partition fields when unset.",
     aliases=("hoodie.table.keygenerator.class",))
+#: Hudi's ``KeyGeneratorType`` names pyhudi implements (each ``_AVRO`` twin keys records alike)
+KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION")
+#: the other names of Hudi's ``KeyGeneratorType`` (Hudi 1.1)
+HUDI_ONLY_KEYGEN_TYPES = ("CUSTOM", "CUSTOM_AVRO", "GLOBAL_DELETE", "GLOBAL_DELETE_AVRO", "AUTO_RECORD",
+                          "AUTO_RECORD_AVRO", "HOODIE_TABLE_METADATA", "SPARK_SQL", "SPARK_SQL_UUID",
+                          "SPARK_SQL_MERGE_INTO", "USER_PROVIDED")
+
+
+def _parse_keygen_type(value: Any) -> str:
+    text = str(value).strip().upper()
+    base = text[:-len("_AVRO")] if text.endswith("_AVRO") else text
+    if base in KEYGEN_TYPES:
+        return base
+    if text in HUDI_ONLY_KEYGEN_TYPES:
+        raise Unimplemented(f"pyhudi implements the key generator types {', '.join(KEYGEN_TYPES)} (and their _AVRO "
+                            f"twins), not {text} (a key generator whose keys or partition paths it cannot reproduce)")
+    raise ValueError(f"expected one of {', '.join(KEYGEN_TYPES + HUDI_ONLY_KEYGEN_TYPES)}, got {value!r}")
+
+
 KEYGENERATOR_TYPE = option(
     "hoodie.datasource.write.keygenerator.type", None,
-    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, CUSTOM); the class wins when both are set.",
-    choice("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION", "CUSTOM", "GLOBAL_DELETE"))
+    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, or their _AVRO twins); the class wins when "
+    "both are set. Hudi's other types (CUSTOM, GLOBAL_DELETE, AUTO_RECORD, SPARK_SQL...) are not implemented.",
+    _parse_keygen_type)
 HIVE_STYLE_PARTITIONING = option(
     "hoodie.datasource.write.hive_style_partitioning", False,
     "Name partition folders field=value.", parse_bool)
@@ -75,6 +95,20 @@ POPULATE_META_FIELDS = option(
     "hoodie.populate.meta.fields", True,
     "Fill _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key and _hoodie_partition_path.",
     parse_bool)
+COMPLEX_KEYGEN_NEW_ENCODING = option(
+    "hoodie.write.complex.keygen.new.encoding", False,
+    "ComplexKeyGenerator with one record key field: false writes _hoodie_record_key as field:value (Hudi 0.14.0 "
+    "and earlier, 0.14.2, 0.15.1, 1.0.3 and 1.1 by default; 1.1 always for table version 9), true as the bare value "
+    "(Hudi 0.14.1, 0.15.0 and 1.0.0-1.0.2, HUDI-7001). It decides for a new table; on a table with records pyhudi "
+    "writes the encoding the stored keys have, and a value set here that contradicts them is refused while "
+    "hoodie.write.complex.keygen.validation.enable is true.", parse_bool)
+COMPLEX_KEYGEN_VALIDATION = option(
+    "hoodie.write.complex.keygen.validation.enable", True,
+    "ComplexKeyGenerator with one record key field: before writing to a table with records, read a stored "
+    "_hoodie_record_key to learn whether the table keys field:value or the bare value, and refuse the write when "
+    "that cannot be read or hoodie.write.complex.keygen.new.encoding says otherwise (so an upsert never misses the "
+    "stored records and duplicates them). false skips the check and writes what "
+    "hoodie.write.complex.keygen.new.encoding says.", parse_bool)
 CONSISTENT_LOGICAL_TIMESTAMP = option(
     "hoodie.datasource.write.keygenerator.consistent.logical.timestamp.enabled", False,
     "Render timestamp/date key values as their logical value instead of the raw number.", parse_bool)

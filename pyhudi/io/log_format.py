@@ -63,7 +63,7 @@ from pyhudi.storage.fs import Storage
 __all__ = [
     "BlockType", "HeaderKey", "ROLLBACK_COMMAND", "MAGIC", "LogBlock", "read_blocks", "read_log_file",
     "encode_block", "has_valid_tail", "avro_data_block", "parquet_data_block", "hfile_data_block",
-    "data_block_records",
+    "data_block_records", "unsupported_in_data_table",
     "avro_to_arrow_schema", "delete_block", "delete_block_records", "rollback_block",
 ]
 
@@ -227,6 +227,11 @@ def _parse_block(data: bytes, pos: int, source: str) -> LogBlock:
     if type_ordinal not in BlockType._value2member_map_:
         raise HudiUnsupportedError(f"{source}: block at byte offset {pos} has unknown block type {type_ordinal}; "
                                    "it was written by a newer Hudi than pyhudi supports")
+    command = header.get(HeaderKey.COMMAND_BLOCK_TYPE)
+    if type_ordinal == BlockType.COMMAND_BLOCK and command not in (None, ROLLBACK_COMMAND):
+        # Hudi's log readers know the rollback command only and fail on any other ("not yet supported")
+        raise HudiUnsupportedError(f"{source}: COMMAND_BLOCK at byte offset {pos} has command type {command}; "
+                                   f"pyhudi (like Apache Hudi) knows only the rollback command ({ROLLBACK_COMMAND})")
     return LogBlock(BlockType(type_ordinal), header, bytes(content), footer, pos, end - pos)
 
 
@@ -343,6 +348,25 @@ def hfile_data_block(cells: list[tuple[bytes, bytes]] | CellColumns, avro_schema
 
 def _where(block: LogBlock) -> str:
     return f"{block.block_type.name} at byte offset {block.offset}"
+
+
+#: what each block type pyhudi does not read in a data table's log files is, for the error naming it
+_NOT_READ = {
+    BlockType.HFILE_DATA_BLOCK: "records in an HFile (Hudi writes them for HFile tables; pyhudi reads data tables' "
+                                "Avro and parquet data blocks only)",
+    BlockType.CDC_DATA_BLOCK: "change data, which belongs in a .cdc file, not among a file slice's records",
+}
+
+
+def unsupported_in_data_table(block: LogBlock, source: str) -> HudiUnsupportedError:
+    """The error for a visible block of a data table's log file that holds records pyhudi cannot
+    read as the table's: naming the block type, the file and the offset. Skipping it would drop the
+    records it holds from every read, compaction and clustering."""
+    what = _NOT_READ.get(block.block_type, "a block pyhudi does not read in a data table")
+    return HudiUnsupportedError(
+        f"{source}: {_where(block)} (instant {block.instant_time}) holds {what}; pyhudi does not read it, and "
+        "leaving its records out would give a partial answer. Compact the file group with Apache Hudi, or use "
+        "Apache Hudi's own Spark bundle for this table")
 
 
 def _avro_records(block: LogBlock, source: str) -> pa.Table:

@@ -8,7 +8,8 @@ input or an upsert would not find the record a Hudi writer stored. The rules (Hu
   is the value, ``__HIVE_DEFAULT_PARTITION__`` for null/empty, escaped when urlencode is on,
   prefixed ``field=`` when hive-style.
 * Complex: ``f1:v1,f2:v2`` (``__null__``/``__empty__`` placeholders; an error only when every part
-  is null/empty); a single key field is the bare value. Partitions join per-field parts with ``/``.
+  is null/empty). A single key field is ``f:v`` or the bare value ``v``, as the table's stored keys
+  are (:mod:`pyhudi.keygen.encoding`; HUDI-7001). Partitions join per-field parts with ``/``.
 * Non-partitioned: partition path ``""``.
 * Timestamp-based: the partition value read as a time (seconds, millis, scalar units or a date
   string) and formatted with ``output.dateformat``.
@@ -19,10 +20,12 @@ microseconds unless ``consistent.logical.timestamp.enabled``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError, HudiUnsupportedError
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -75,6 +78,8 @@ class KeyGenSpec:
     url_encode: bool = False
     consistent_logical_timestamp: bool = False
     timestamp: TimestampSpec | None = None
+    #: a ComplexKeyGenerator key of one field is ``field:value`` (else the bare value, HUDI-7001)
+    field_prefixed: bool = True
 
     @property
     def class_name(self) -> str:
@@ -84,14 +89,60 @@ class KeyGenSpec:
     def is_partitioned(self) -> bool:
         return self.kind != NON_PARTITION and bool(self.partition_fields)
 
+    @property
+    def single_complex_key(self) -> bool:
+        """Whether this is a ComplexKeyGenerator with one record key field, whose key encoding
+        changed between Hudi releases (HUDI-7001)."""
+        return self.kind == COMPLEX and len(self.record_key_fields) == 1
 
-def _kind_from_class(name: str) -> str:
+
+def kind_of_class(name: str, *, what: str = "key generator") -> str:
+    """The kind of a key generator class (full or simple name); one pyhudi does not implement is
+    refused, ``what`` naming where it was given (``key=`` for an option or property)."""
     short = name.rsplit(".", 1)[-1]
     if short not in _KIND_OF:
+        named = what + name if what.endswith("=") else f"{what} {name}"
         raise HudiUnsupportedError(
-            f"key generator {name} is not supported; use SimpleKeyGenerator, ComplexKeyGenerator, "
-            "NonpartitionedKeyGenerator or TimestampBasedKeyGenerator")
+            f"{named} is not supported: pyhudi implements SimpleKeyGenerator, ComplexKeyGenerator, "
+            "NonpartitionedKeyGenerator and TimestampBasedKeyGenerator (and their Avro twins), whose keys and "
+            "partition paths it writes as Hudi does; write with Apache Hudi's own Spark bundle for this one")
     return _KIND_OF[short]
+
+
+def _kind_from_type(name: str, *, what: str) -> str:
+    try:
+        return C.KEYGENERATOR_TYPE.parse(name)
+    except HudiConfigError as exc:  # the option's message names the option: name the property instead
+        raise HudiUnsupportedError(f"{what}={name} is not supported: pyhudi implements the key generator types "
+                                   f"{', '.join(C.KEYGEN_TYPES)} (and their _AVRO twins); write with Apache "
+                                   "Hudi's own Spark bundle for this one") from exc
+
+
+def table_keygen_kind(props: Mapping[str, str]) -> str | None:
+    """The key generator the table's records were keyed with: ``hoodie.table.keygenerator.class``
+    when set, else ``hoodie.table.keygenerator.type`` (as Hudi resolves it); None when neither is
+    recorded (Hudi infers it from the fields). One pyhudi does not implement is refused naming it."""
+    klass = (props.get(P.KEYGEN_CLASS) or "").strip()
+    if klass:
+        return kind_of_class(klass, what=f"{P.KEYGEN_CLASS}=")
+    ktype = (props.get(P.KEYGEN_TYPE) or "").strip()
+    if ktype:
+        return _kind_from_type(ktype, what=P.KEYGEN_TYPE)
+    return None
+
+
+def partition_values_in_paths(props: Mapping[str, str]) -> bool:
+    """Whether the table's partition folders are named after its partition columns' values, so a
+    filter on those columns can rule folders out by name: the simple and complex key generators
+    (and no key generator recorded, with partition fields of no ``:TYPE`` suffix). A timestamp,
+    custom or unknown key generator names them otherwise: no pruning by name, whatever it is."""
+    if ":" in (props.get(P.PARTITION_FIELDS) or ""):
+        return False  # CustomKeyGenerator's field:TYPE entries
+    try:
+        kind = table_keygen_kind(props)
+    except HudiUnsupportedError:
+        return False
+    return kind in (None, SIMPLE, COMPLEX)
 
 
 def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
@@ -103,12 +154,9 @@ def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
     part_fields = cfg.get(C.PARTITIONPATH_FIELD) or ()
     klass = cfg.get(C.KEYGENERATOR_CLASS)
     if klass:
-        kind = _kind_from_class(klass)
+        kind = kind_of_class(klass)
     elif cfg.get(C.KEYGENERATOR_TYPE):
-        ktype = cfg.get(C.KEYGENERATOR_TYPE)
-        if ktype not in _CLASS_OF:
-            raise HudiUnsupportedError(f"key generator type {ktype} is not supported")
-        kind = ktype
+        kind = cfg.get(C.KEYGENERATOR_TYPE)  # the option's parser refuses the types pyhudi does not implement
     elif not part_fields:
         kind = NON_PARTITION
     elif len(part_fields) == 1 and len(key_fields) == 1:
@@ -129,7 +177,8 @@ def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
     return KeyGenSpec(
         kind=kind, record_key_fields=tuple(key_fields), partition_fields=tuple(part_fields),
         hive_style=cfg.get(C.HIVE_STYLE_PARTITIONING), url_encode=cfg.get(C.PARTITIONPATH_URLENCODE),
-        consistent_logical_timestamp=cfg.get(C.CONSISTENT_LOGICAL_TIMESTAMP), timestamp=timestamp)
+        consistent_logical_timestamp=cfg.get(C.CONSISTENT_LOGICAL_TIMESTAMP), timestamp=timestamp,
+        field_prefixed=not cfg.get(C.COMPLEX_KEYGEN_NEW_ENCODING))
 
 
 def _timestamp_spec(cfg: HudiConfig) -> TimestampSpec:

@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.config import DEFAULT_PAYLOAD
-from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.io.keys import first_of_runs
@@ -41,6 +40,7 @@ from pyhudi.io.log_format import (
     data_block_records,
     delete_block_records,
     read_blocks,
+    unsupported_in_data_table,
 )
 from pyhudi.storage import Storage
 
@@ -166,12 +166,11 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
             scan.log_records += rows.num_rows
             scan.data.append((pos, rows))
         elif kind == BlockType.DELETE_BLOCK:
-            deletes = delete_block_records(block)
+            deletes = delete_block_records(block, source=sources[pos])
             scan.log_records += deletes.num_rows
             scan.deletes.append((pos, deletes))
         else:
-            raise HudiUnsupportedError(
-                f"log block type {kind.name} (instant {instant}) is not supported in data tables")
+            raise unsupported_in_data_table(block, sources[pos])
     return scan
 
 

@@ -29,7 +29,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiConfigError
+from pyhudi.errors import HudiConfigError, HudiError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.io.base_file import align
 from pyhudi.read import skipping as S
@@ -110,6 +110,11 @@ class HudiDataSource(DataSource):
         return HudiStreamReader(storage, dict(self.options), schema)
 
 
+class HudiUnsupportedReadError(HudiError):
+    """A :class:`~pyhudi.errors.HudiUnsupportedError` of a read planned in Spark's Python data
+    source worker, raised as an error Spark does not take for an unimplemented method."""
+
+
 class HudiReader(DataSourceReader):
     """Plans the query on the driver (one partition per file slice) and merges slices in tasks."""
 
@@ -128,6 +133,14 @@ class HudiReader(DataSourceReader):
         return filters
 
     def partitions(self) -> Sequence[InputPartition]:
+        try:
+            return self._partitions()
+        except HudiUnsupportedError as exc:
+            # PySpark reads a NotImplementedError from partitions() as "no partitioning: read
+            # once, without a partition", which would answer a refused read with no rows
+            raise HudiUnsupportedReadError(f"HudiUnsupportedError: {exc}") from exc
+
+    def _partitions(self) -> Sequence[InputPartition]:
         table = HudiTable(self.storage)
         cfg = HudiConfig.of(self.options)
         pred = _all(self.predicates)

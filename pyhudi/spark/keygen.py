@@ -89,7 +89,8 @@ def record_key_expr(spec: KeyGenSpec, schema: T.StructType) -> Column:
         v = values[0]
         msg = (f"record key field {fields[0]!r} is null or empty in some incoming rows; "
                "every record needs a key: filter or fill them before writing")
-        return F.when(v.isNull() | (v == ""), _raise(msg)).otherwise(v)
+        key = F.concat(F.lit(fields[0] + ":"), v) if spec.single_complex_key and spec.field_prefixed else v
+        return F.when(v.isNull() | (v == ""), _raise(msg)).otherwise(key)
     parts = [F.concat(F.lit(f + ":"), F.when(v.isNull(), F.lit(NULL_KEY))
                       .when(v == "", F.lit(EMPTY_KEY)).otherwise(v)) for f, v in zip(fields, values)]
     all_missing = None

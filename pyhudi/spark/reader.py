@@ -25,7 +25,7 @@ from pyhudi.config import HudiConfig, parse_bool
 from pyhudi.config.properties import PARTITION_METAFILE
 from pyhudi.errors import HudiConfigError
 from pyhudi.io.avro_schema import META_FIELDS
-from pyhudi.keygen.spec import DEFAULT_PARTITION
+from pyhudi.keygen.spec import DEFAULT_PARTITION, partition_values_in_paths
 from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, may_match, prune_partition_paths, skip_files
@@ -226,9 +226,8 @@ def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructT
     table is not partitioned, the filter reads no partition column, or paths do not carry values)."""
     cfg = table.config
     fields = cfg.partition_fields
-    if not fields or not (columns_of(predicate) & set(fields)) or \
-            (cfg.keygen_class or "").endswith("TimestampBasedKeyGenerator"):
-        return None
+    if not fields or not (columns_of(predicate) & set(fields)) or not partition_values_in_paths(cfg.props):
+        return None  # (a timestamp, custom or unknown key generator names folders otherwise than the values)
     parsers = {f: _PARSERS.get(type(schema[f].dataType)) if f in schema.fieldNames() else str for f in fields}
     return prune_partition_paths(table.storage, predicate, fields, hive=cfg.hive_style, encoded=cfg.url_encode,
                                  parsers=parsers, default_names=(DEFAULT_PARTITION, "default"),

@@ -20,13 +20,14 @@ from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
-from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, resolve_keygen
+from pyhudi.keygen.encoding import resolve_encoding
+from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
 from pyhudi.services.archival import validate as validate_archival
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
-from pyhudi.write.replace import INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
+from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
 from pyhudi.write.result import OPERATION_TYPES
 
 log = logging.getLogger("pyhudi")
@@ -70,14 +71,8 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     path = storage.uri()
     table = HudiTable.open_if_exists(storage)
     if table is not None:
-        if table.config.version not in (5, 6):
-            raise HudiUnsupportedError(
-                f"{path} is a table of version {table.config.version}; pyhudi writes table version 6 only")
-        table.config.check_data_table()
-        if str(table.properties.get(P.CDC_ENABLED, "false")).strip().lower() == "true":
-            raise HudiUnsupportedError(
-                f"{path} has {P.CDC_ENABLED}=true: its writes must also write change data files, which pyhudi "
-                "does not implement (it reads such a table's snapshot); write with Apache Hudi's own Spark bundle")
+        table.config.check_writable("write", merges=True)
+        table_keygen_kind(table.properties)  # refuses a key generator pyhudi does not implement
         check_table_config(cfg, table)
         cfg = cfg.with_defaults(options_from_table(table))
     elif not cfg.get(C.TABLE_NAME):
@@ -111,7 +106,9 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
     if not populate and keeps_record_index(cfg):
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
-    return resolve_keygen(cfg)
+    spec = resolve_keygen(cfg)
+    # a delete_partition writes no record: the keys' encoding does not matter to it
+    return spec if replace == DELETE_PARTITION else resolve_encoding(request.table, spec, cfg)
 
 
 def check_stats_columns(cfg: HudiConfig, target: pa.Schema) -> None:
@@ -133,13 +130,16 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
     """Hudi's ``validateTableConfig``: options the user set must agree with hoodie.properties."""
     conflicts = []
     for prop, opt in _TABLE_TO_OPTION.items():
-        if not cfg.is_set(opt) or prop not in table.properties:
+        if not cfg.is_set(opt) or prop not in table.properties or prop == P.KEYGEN_CLASS:
             continue
         mine, theirs = _normalized(opt, cfg.raw[opt.key]), _normalized(opt, table.properties[prop])
-        if prop == P.KEYGEN_CLASS:
-            mine, theirs = mine.rsplit(".", 1)[-1], theirs.rsplit(".", 1)[-1]
         if mine != theirs:
             conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {table.properties[prop]!r}")
+    theirs_kind, mine_kind = table_keygen_kind(table.properties), _keygen_option_kind(cfg)
+    if theirs_kind is not None and mine_kind is not None and theirs_kind != mine_kind:
+        prop = P.KEYGEN_CLASS if P.KEYGEN_CLASS in table.properties else P.KEYGEN_TYPE
+        opt = C.KEYGENERATOR_CLASS if cfg.is_set(C.KEYGENERATOR_CLASS) else C.KEYGENERATOR_TYPE
+        conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {prop}={table.properties[prop]!r}")
     if cfg.is_set(C.PARTITIONPATH_FIELD) and P.PARTITION_FIELDS not in table.properties and \
             cfg.get(C.PARTITIONPATH_FIELD):
         conflicts.append(f"  {C.PARTITIONPATH_FIELD.key}: write option "
@@ -150,9 +150,20 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
             + "\nwrite with the table's settings, or write to a new path")
 
 
+def _keygen_option_kind(cfg: HudiConfig) -> str | None:
+    """The key generator the write's own options name (class first, as Hudi), None when they name none."""
+    if cfg.is_set(C.KEYGENERATOR_CLASS) and cfg.get(C.KEYGENERATOR_CLASS):
+        return kind_of_class(cfg.get(C.KEYGENERATOR_CLASS), what=C.KEYGENERATOR_CLASS.key + "=")
+    if cfg.is_set(C.KEYGENERATOR_TYPE) and cfg.get(C.KEYGENERATOR_TYPE):
+        return cfg.get(C.KEYGENERATOR_TYPE)
+    return None
+
+
 def options_from_table(table: HudiTable) -> dict[str, str]:
     """hoodie.properties expressed as write options, to fill what the user did not set."""
     out = {opt.key: table.properties[prop] for prop, opt in _TABLE_TO_OPTION.items() if prop in table.properties}
+    if P.KEYGEN_CLASS not in table.properties and table.properties.get(P.KEYGEN_TYPE):
+        out[C.KEYGENERATOR_TYPE.key] = table.properties[P.KEYGEN_TYPE]  # Hudi 1.x records the type only
     if P.PARTITION_FIELDS not in table.properties:
         out[C.PARTITIONPATH_FIELD.key] = ""
     for opt in _TIMESTAMP_PROPS:

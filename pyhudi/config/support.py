@@ -1,0 +1,179 @@
+"""What pyhudi understands of a table's ``hoodie.properties``, and the refusals of the rest.
+
+A table property describes how the table's files are laid out or how its records merge. Where
+pyhudi does not implement what a property says, going on would read or write the table wrongly
+without a sign: a timeline in another folder reads as an empty table, a custom merger's records as
+if the later write won. So each such property is refused with
+:class:`~pyhudi.errors.HudiUnsupportedError` naming it, at the level where it matters:
+
+* :func:`check_understood`, when any config is loaded (data table and metadata table, so every
+  read, write, table service and CLI command): a table version pyhudi does not read, a timeline
+  layout that does not go with the version, another table format, an unknown initial version, log
+  files of another format, timeline folders other than Hudi's defaults, an unknown table type.
+* :func:`merge_semantics`, wherever records of two writes are merged (writes, compaction,
+  clustering, merge-on-read slices with log files): a merge mode, record merger strategy, payload
+  class, partial-update mode, merge property or several ordering fields pyhudi does not implement.
+  A copy-on-write snapshot merges nothing when read, so it still reads.
+* :func:`check_writable`, before a write or a table service writes a file: the table versions
+  pyhudi writes, change data capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
+from pyhudi.errors import HudiUnsupportedError
+
+VERSION = "hoodie.table.version"
+LAYOUT_VERSION = "hoodie.timeline.layout.version"
+TYPE = "hoodie.table.type"
+TABLE_FORMAT = "hoodie.table.format"
+INITIAL_VERSION = "hoodie.table.initial.version"
+LOG_FILE_FORMAT = "hoodie.table.log.file.format"
+TIMELINE_PATH = "hoodie.timeline.path"
+HISTORY_PATH = "hoodie.timeline.history.path"
+PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+MERGE_MODE = "hoodie.record.merge.mode"
+MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
+#: the name table version 6 gives the merge strategy
+MERGE_STRATEGY_V6 = "hoodie.compaction.record.merger.strategy"
+PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+CDC_ENABLED = "hoodie.table.cdc.enabled"
+
+#: Newest table version of Apache Hudi (1.1); a table claiming a later one has a format pyhudi cannot know.
+HIGHEST_TABLE_VERSION = 9
+#: table versions whose files pyhudi reads (Hudi 0.12/0.13, 0.14/0.15, 1.0, 1.1); 7 is the 0.16
+#: bridge version, which no test table shows, and versions before 5 lay out their timeline otherwise
+READ_VERSIONS = (5, 6, 8, 9)
+#: table versions pyhudi writes to (it writes the version 6 format; a version 5 table reads it)
+WRITE_VERSIONS = (5, 6)
+#: ``hoodie.timeline.layout.version`` each readable table version has
+LAYOUT_OF_VERSION = {5: 1, 6: 1, 8: 2, 9: 2}
+TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
+
+#: ``HoodieRecordMerger`` strategy ids: event-time ordering (in table version 6 the default merger,
+#: which merges by the payload class), commit-time ordering, payload based
+EVENT_TIME_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+COMMIT_TIME_STRATEGY = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
+PAYLOAD_STRATEGY = "00000000-0000-0000-0000-000000000000"
+_STRATEGY_OF_MODE = {"EVENT_TIME_ORDERING": EVENT_TIME_STRATEGY, "COMMIT_TIME_ORDERING": COMMIT_TIME_STRATEGY}
+
+_USE_HUDI = "use Apache Hudi's own Spark bundle for this table"
+
+
+def _version(props: Mapping[str, str]) -> int | None:
+    text = props.get(VERSION, "6").strip()
+    return int(text) if text.isdigit() else None
+
+
+def check_understood(props: Mapping[str, str], *, where: str) -> None:
+    """Refuse a config whose table pyhudi cannot read right at all; ``where`` names the file."""
+    version = _version(props)
+    if version not in READ_VERSIONS:
+        raise HudiUnsupportedError(
+            f"{where} says {VERSION}={props.get(VERSION)}, a table version pyhudi does not read (it reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))} and writes 6); "
+            + ("use the Apache Hudi release that wrote the table" if version is None or version > HIGHEST_TABLE_VERSION
+               else "upgrade the table with Apache Hudi, or use the release that wrote it"))
+    layout = props.get(LAYOUT_VERSION, "").strip()
+    if layout and layout != str(LAYOUT_OF_VERSION[version]):
+        raise HudiUnsupportedError(
+            f"{where} says {LAYOUT_VERSION}={layout} for table version {version}, whose timeline has layout "
+            f"{LAYOUT_OF_VERSION[version]}; pyhudi reads no other pairing; {_USE_HUDI}")
+    table_type = props.get(TYPE, "COPY_ON_WRITE").strip().upper()
+    if table_type not in TABLE_TYPES:
+        raise HudiUnsupportedError(f"{where} says {TYPE}={props.get(TYPE)}: pyhudi knows only "
+                                   f"{' and '.join(TABLE_TYPES)}; {_USE_HUDI}")
+    fmt = props.get(TABLE_FORMAT, "native").strip()
+    if fmt.lower() != "native":
+        raise HudiUnsupportedError(
+            f"{where} says {TABLE_FORMAT}={fmt}: the table keeps its timeline and files in a pluggable table "
+            f"format, which pyhudi does not implement (it reads Hudi's native format); {_USE_HUDI}")
+    initial = props.get(INITIAL_VERSION)
+    if initial is not None and not (initial.strip().isdigit() and int(initial) <= HIGHEST_TABLE_VERSION):
+        raise HudiUnsupportedError(
+            f"{where} says {INITIAL_VERSION}={initial}: the table was created by a Hudi release pyhudi does not "
+            f"know (the newest table version it knows is {HIGHEST_TABLE_VERSION}); {_USE_HUDI}")
+    log_format = props.get(LOG_FILE_FORMAT, "HOODIE_LOG").strip()
+    if log_format.upper() != "HOODIE_LOG":
+        raise HudiUnsupportedError(
+            f"{where} says {LOG_FILE_FORMAT}={log_format}: pyhudi reads and writes Hudi log files (HOODIE_LOG) "
+            f"only; {_USE_HUDI}")
+    for key, default in ((TIMELINE_PATH, "timeline"), (HISTORY_PATH, "history")):
+        value = props.get(key, default).strip()
+        if value != default:
+            raise HudiUnsupportedError(
+                f"{where} says {key}={value}: pyhudi reads the timeline of table versions 8 and 9 from Hudi's "
+                f"default folder '{default}' only, so it would miss the instants kept there; {_USE_HUDI}")
+
+
+def _refuse_merge(name: str, what: str) -> HudiUnsupportedError:
+    return HudiUnsupportedError(
+        f"table {name} merges records with {what}, which pyhudi does not implement (it implements "
+        "OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload, the merge modes COMMIT_TIME_ORDERING and "
+        f"EVENT_TIME_ORDERING with one ordering field); {_USE_HUDI}")
+
+
+def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
+    """The payload class whose merge semantics records of the data table ``name`` follow (None:
+    Hudi's default for the table type, which the writer's options say).
+
+    A record merge mode (table version 8 on) stands for the payload of the same semantics, and the
+    merger strategy recorded with it must be that mode's. In table version 6 the strategy
+    ``eeb8d96f-...`` is the default merger, which merges by the payload class. Anything else (the
+    CUSTOM mode, another merger or payload, partial updates, merge properties such as a delete
+    marker, several ordering fields) would merge otherwise than pyhudi does: refused."""
+    mode = props.get(MERGE_MODE, "").strip().upper()
+    strategy_key = MERGE_STRATEGY if props.get(MERGE_STRATEGY) else MERGE_STRATEGY_V6
+    strategy = (props.get(strategy_key) or "").strip()
+    version = _version(props) or 6
+    if mode:
+        payload = PAYLOAD_OF_MERGE_MODE.get(mode)
+        if payload is None:
+            raise _refuse_merge(name, f"{MERGE_MODE}={mode}")
+        if strategy and strategy != _STRATEGY_OF_MODE[mode]:
+            raise _refuse_merge(name, f"{strategy_key}={strategy} (a record merger other than {mode}'s)")
+    else:
+        payload = props.get(PAYLOAD_CLASS)
+        implied = {EVENT_TIME_STRATEGY: DEFAULT_PAYLOAD, COMMIT_TIME_STRATEGY: OVERWRITE_PAYLOAD} \
+            if version >= 8 else {}
+        if strategy in implied:
+            if payload not in (None, implied[strategy]):
+                raise _refuse_merge(name, f"{strategy_key}={strategy} beside {PAYLOAD_CLASS}={payload} "
+                                          "(a merger and a payload of different semantics)")
+            payload = implied[strategy]
+        elif strategy and strategy not in (EVENT_TIME_STRATEGY, PAYLOAD_STRATEGY):
+            raise _refuse_merge(name, f"{strategy_key}={strategy} (a custom record merger)")
+        if payload not in (None, OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
+            raise _refuse_merge(name, f"{PAYLOAD_CLASS}={payload}")
+    partial = props.get(PARTIAL_UPDATE_MODE, "NONE").strip().upper()
+    if partial != "NONE":
+        raise _refuse_merge(name, f"{PARTIAL_UPDATE_MODE}={partial} (partial updates)")
+    merge_props = sorted(k for k in props if k.startswith(MERGE_PROPERTY_PREFIX))
+    if merge_props:
+        raise _refuse_merge(name, f"{merge_props[0]}={props[merge_props[0]]} (a merge property)")
+    ordering = props.get(ORDERING_FIELDS) or props.get(PRECOMBINE_FIELD) or ""
+    if "," in ordering:
+        key = ORDERING_FIELDS if props.get(ORDERING_FIELDS) else PRECOMBINE_FIELD
+        raise _refuse_merge(name, f"{key}={ordering} (records ordered by several fields)")
+    return payload
+
+
+def check_writable(props: Mapping[str, str], name: str, action: str) -> None:
+    """Refuse ``action`` (a write or a table service) on a table pyhudi does not write: another
+    table version than it writes, or change data capture (Hudi writes change data files with every
+    write and compaction, and its cleaner and rollbacks remove them with the data files)."""
+    version = _version(props)
+    if version not in WRITE_VERSIONS:
+        raise HudiUnsupportedError(
+            f"{action} refused: table {name} has {VERSION}={props.get(VERSION)}, and pyhudi writes table version 6 "
+            f"only (it reads version {version}); nothing was written. Write it with Apache Hudi of that version")
+    if props.get(CDC_ENABLED, "false").strip().lower() == "true":
+        raise HudiUnsupportedError(
+            f"{action} refused: table {name} has {CDC_ENABLED}=true: its writes and table services must also write "
+            "and remove change data files, which pyhudi does not implement (it reads such a table's snapshot); "
+            f"{_USE_HUDI}")
