@@ -53,6 +53,11 @@ PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
 MERGE_MODE = "hoodie.record.merge.mode"
+#: version 9's name of the ordering field(s) (version 6 and 8: ``hoodie.table.precombine.field``)
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+#: version 9: how partial updates merge (NONE: whole records), and merge properties for readers
+PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
+MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 CDC_ENABLED = "hoodie.table.cdc.enabled"
 MULTIPLE_BASE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
 
@@ -213,7 +218,40 @@ class TableConfig:
 
     @property
     def precombine_field(self) -> str | None:
-        return self.props.get(PRECOMBINE_FIELD) or self.props.get("hoodie.table.ordering.fields") or None
+        return self.props.get(PRECOMBINE_FIELD) or self.props.get(ORDERING_FIELDS) or None
+
+    @property
+    def merge_ordering_field(self) -> str | None:
+        """The field a read orders the records of one key by (None: the later write wins).
+
+        From version 8 the merge mode decides: COMMIT_TIME_ORDERING ignores the ordering field
+        Hudi may still keep in the table config (``HoodieRecordUtils.getOrderingFieldNames``), so a
+        later write wins even with a smaller value. Several ordering fields (compared left to right
+        by Hudi 1.x) are refused rather than merged by one of them.
+        """
+        mode = self.props.get(MERGE_MODE, "").strip().upper()
+        if self.version >= 8 and mode == "COMMIT_TIME_ORDERING":
+            return None
+        fields = [f.strip() for f in (self.precombine_field or "").split(",") if f.strip()]
+        if len(fields) > 1:
+            raise HudiUnsupportedError(
+                f"table {self.name} orders records by several fields ({', '.join(fields)}), which pyhudi does not "
+                "implement (it merges by one ordering field); use Apache Hudi's own Spark bundle for this table")
+        return fields[0] if fields else None
+
+    @property
+    def partition_paths_hold_values(self) -> bool:
+        """Whether a partition path holds its partition columns' values as they are, so that a filter
+        on those columns can be checked against paths: not with a timestamp-based key generator
+        (``hoodie.table.keygenerator.class``, or version 8's ``hoodie.table.keygenerator.type``
+        ``TIMESTAMP``), nor with a custom one whose partition field spec says ``field:TIMESTAMP``,
+        whose paths hold formatted times."""
+        klass = (self.keygen_class or "").rsplit(".", 1)[-1]
+        kind = (self.keygen_type or "").strip().upper()
+        if klass.startswith("TimestampBased") or kind in ("TIMESTAMP", "TIMESTAMP_AVRO"):
+            return False
+        specs = [f.split(":", 1) for f in self.props.get(PARTITION_FIELDS, "").split(",") if ":" in f]
+        return not any(spec[1].strip().upper() == "TIMESTAMP" for spec in specs)
 
     @property
     def keygen_class(self) -> str | None:
@@ -257,6 +295,13 @@ class TableConfig:
         payload or mode is an error: merging its records by one of the two would be silently wrong.
         """
         mode = self.props.get(MERGE_MODE, "").strip().upper()
+        partial = self.props.get(PARTIAL_UPDATE_MODE, "NONE").strip().upper() or "NONE"
+        merge_props = sorted(k for k in self.props if k.startswith(MERGE_PROPERTY_PREFIX))
+        if partial != "NONE" or merge_props:
+            what = f"{PARTIAL_UPDATE_MODE}={partial}" if partial != "NONE" else ", ".join(merge_props)
+            raise HudiUnsupportedError(
+                f"table {self.name} merges records with {what} (partial updates or delete markers of Hudi 1.1), "
+                "which pyhudi does not implement; use Apache Hudi's own Spark bundle for this table")
         payload = PAYLOAD_OF_MERGE_MODE.get(mode) if mode else self.props.get(PAYLOAD_CLASS)
         if (mode and payload is None) or payload not in (None, OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
             what = f"{MERGE_MODE}={mode}" if mode else f"{PAYLOAD_CLASS}={payload}"
