@@ -34,9 +34,9 @@ def interop_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def v9_table(tmp_path_factory) -> Path:
     """A table Apache Hudi 1.1.1 wrote with a metadata table (files, column stats, record index),
-    vendored from apache/hudi-rs (tests/data/mdt/README.md); tests that change it copy it first."""
+    vendored from apache/hudi-rs (tests/data/hudi1x/README.md); tests that change it copy it first."""
     dest = tmp_path_factory.mktemp("mdt")
-    with zipfile.ZipFile(Path(__file__).parent / "data" / "mdt" / "v9_txns_simple_meta.zip") as z:
+    with zipfile.ZipFile(Path(__file__).parent / "data" / "hudi1x" / "cow__v9_txns_simple_meta.zip") as z:
         z.extractall(dest)
     return dest / "v9_txns_simple_meta"
 

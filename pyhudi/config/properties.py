@@ -26,6 +26,9 @@ from pyhudi.config.support import (  # noqa: F401 -- keys and limits of hoodie.p
     HIGHEST_TABLE_VERSION,
     LAYOUT_VERSION,
     MERGE_MODE,
+    MERGE_PROPERTY_PREFIX,
+    ORDERING_FIELDS,
+    PARTIAL_UPDATE_MODE,
     PAYLOAD_CLASS,
     TYPE,
     VERSION,
@@ -213,7 +216,26 @@ class TableConfig:
 
     @property
     def precombine_field(self) -> str | None:
-        return self.props.get(PRECOMBINE_FIELD) or self.props.get("hoodie.table.ordering.fields") or None
+        return self.props.get(PRECOMBINE_FIELD) or self.props.get(ORDERING_FIELDS) or None
+
+    @property
+    def merge_ordering_field(self) -> str | None:
+        """The field a read orders the records of one key by (None: the later write wins).
+
+        From version 8 the merge mode decides: COMMIT_TIME_ORDERING ignores the ordering field
+        Hudi may still keep in the table config (``HoodieRecordUtils.getOrderingFieldNames``), so a
+        later write wins even with a smaller value. Several ordering fields (compared left to right
+        by Hudi 1.x) are refused rather than merged by one of them.
+        """
+        mode = self.props.get(MERGE_MODE, "").strip().upper()
+        if self.version >= 8 and mode == "COMMIT_TIME_ORDERING":
+            return None
+        fields = [f.strip() for f in (self.precombine_field or "").split(",") if f.strip()]
+        if len(fields) > 1:
+            raise HudiUnsupportedError(
+                f"table {self.name} orders records by several fields ({', '.join(fields)}), which pyhudi does not "
+                "implement (it merges by one ordering field); use Apache Hudi's own Spark bundle for this table")
+        return fields[0] if fields else None
 
     @property
     def keygen_class(self) -> str | None:

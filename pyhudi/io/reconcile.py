@@ -8,7 +8,10 @@ the query, as Hudi's schema-on-write readers do:
 - fields are matched **by name**, at every level (structs, lists of structs, map values);
 - a field the rows lack is null; a field the table schema no longer has is left out;
 - a type is promoted along Hudi's widening rules (int -> long -> float -> double, float -> double,
-  decimals to more integer digits and scale, byte/short -> int, a timestamp to a finer unit).
+  decimals to more integer digits and scale, byte/short -> int, a timestamp to a finer unit), and
+  an integer column is read as a string where the table schema says string (Hudi's Avro rewrite
+  does ``String.valueOf``; Spark SQL's UPDATE of a table with a timestamp-based key generator writes
+  the partition column back as a string, so Hudi 1.x tables hold both).
 
 Any other difference (a string where the table has an int, a long read as an int) is a
 :class:`HudiSchemaError`: such a file does not belong to the table schema, and casting it would
@@ -69,8 +72,10 @@ def promotion_problem(source: pa.DataType, target: pa.DataType, *, path: str) ->
         return None
     if pa.types.is_integer(s) and pa.types.is_decimal(t) and t.precision - t.scale >= (10 if s.bit_width <= 32 else 19):
         return None
+    if pa.types.is_signed_integer(s) and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return None  # decimal digits, as Java's Long.toString (floats are left out: Java prints them its own way)
     return (f"{path} is {source} in the file but {target} in the table schema, which is not a widening "
-            "(int -> long -> float -> double, float -> double, wider decimals)")
+            "(int -> long -> float -> double, float -> double, wider decimals, integers -> string)")
 
 
 def reconcile(table: pa.Table, target: pa.Schema, *, source: str = "rows") -> pa.Table:

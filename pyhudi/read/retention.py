@@ -19,7 +19,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pyhudi.errors import HudiRetentionError
+from pyhudi.errors import HudiRetentionError, HudiUnsupportedError
 from pyhudi.io.file_names import slice_key
 from pyhudi.storage import Storage
 from pyhudi.timeline.archive import archived_timeline, has_archive
@@ -140,6 +140,16 @@ class Retention:
         self.first_active = timeline.first_data_instant_time()
         self.cleaned = cleaned_slices(storage, timeline)
         self._with_archive: list[CleanedSlice] | None = None
+        self._lsm: tuple[str] | None = None
+
+    @property
+    def lsm_history(self) -> str | None:
+        """The LSM archived timeline of a layout-2 table (``.hoodie/timeline/history``), when
+        archival wrote any file there; pyhudi does not read it."""
+        if self._lsm is None:
+            folder = f"{self.timeline.folder}/history"
+            self._lsm = (folder if self.timeline.layout_version >= 2 and self.storage.list_files(folder) else "",)
+        return self._lsm[0] or None
 
     def _slices_for(self, instant: str) -> list[CleanedSlice]:
         # a slice a clean removed stopped being the latest before that clean: archived cleans matter
@@ -153,7 +163,14 @@ class Retention:
 
     def check(self, instant: str, *, file_groups: Iterable[tuple[str, str]] | None = None,
               purpose: str = "time travel") -> None:
-        """Raise :class:`HudiRetentionError` unless every needed slice as of ``instant`` still exists."""
+        """Raise :class:`HudiRetentionError` unless every needed slice as of ``instant`` still exists
+        (:class:`HudiUnsupportedError` before the active timeline of a table whose archived instants
+        are in the LSM timeline of version 8 and later, whose cleans pyhudi cannot consult)."""
+        if self.first_active is not None and instant < self.first_active and (history := self.lsm_history):
+            raise HudiUnsupportedError(
+                f"{purpose} to {instant} reaches before the active timeline (it starts at {self.first_active}), into "
+                f"instants archived in the LSM timeline {self.storage.full(history)} of table version 8+, which "
+                "pyhudi does not read; query from a later instant, or use Apache Hudi's own Spark bundle")
         wanted = None if file_groups is None else set(file_groups)
         for gone in self._slices_for(instant):
             if not gone.needed_at(instant):

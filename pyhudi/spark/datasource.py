@@ -159,10 +159,11 @@ class HudiReader(DataSourceReader):
         if file_schema is None:
             return [InputPartition(None)]
         merges = files.merged and any(s.log_files for s in slices)  # the payload matters only then
-        spec = MergeSpec.of(table.config.precombine_field,
+        spec = MergeSpec.of(table.config.merge_ordering_field if merges else table.config.precombine_field,
                             (table.config.payload_class or cfg.get(C.PAYLOAD_CLASS)) if merges else None)
+        commits = files.commit_filter if files.commit_times is None else frozenset(files.commit_times)
         shared = (table.storage, file_schema.serialize().to_pybytes() if file_schema else b"", spec,
-                  files.view.visibility(), files.commit_filter, self.schema_json)
+                  files.view.visibility(), commits, self.schema_json)
         pieces = [s.to_read() if files.merged else dataclasses.replace(s.to_read(), log_files=()) for s in slices]
         return [InputPartition((piece, *shared)) for piece in pieces] or [InputPartition(None)]
 
@@ -220,11 +221,16 @@ class HudiStreamReader(DataSourceStreamReader):
 
 
 def read_partition(piece: SliceToRead, storage: Storage, schema_ipc: bytes, spec: MergeSpec, visibility: Visibility,
-                   commit_filter: tuple[str, str] | None, schema_json: str) -> Iterator[pa.RecordBatch]:
-    """One file slice merged, in the query's columns, as Arrow batches."""
+                   commit_filter: tuple[str, str] | frozenset[str] | None,
+                   schema_json: str) -> Iterator[pa.RecordBatch]:
+    """One file slice merged, in the query's columns, as Arrow batches; ``commit_filter``: the
+    commit times an incremental pull keeps, a range ``(begin, end]`` or (timeline layout 2) a set."""
     file_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
     rows, _counts, _scan = read_slice(storage, piece, file_schema, spec, visibility)
-    if commit_filter is not None:
+    if isinstance(commit_filter, frozenset):
+        times = rows.column("_hoodie_commit_time")
+        rows = rows.filter(pc.is_in(times, value_set=pa.array(sorted(commit_filter), pa.string())))
+    elif commit_filter is not None:
         begin, end = commit_filter
         times = rows.column("_hoodie_commit_time")
         rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))

@@ -49,6 +49,9 @@ class QueryFiles:
     merged: bool  # merge log files (snapshot, incremental) or read base files only (read_optimized)
     commit_filter: tuple[str, str] | None = None  # (exclusive begin, inclusive end) of an incremental pull
     note: str | None = None
+    #: timeline layout 2: the instants of the pull (its range is of completion times), which
+    #: ``_hoodie_commit_time`` must be one of; None: the commit filter's range applies to it
+    commit_times: tuple[str, ...] | None = None
 
     @property
     def files(self) -> list[tuple[str, int]]:
@@ -74,20 +77,24 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
     if query == "incremental":
         plan = plan_incremental(table, cfg.get(C.BEGIN_INSTANT), cfg.get(C.END_INSTANT),
                                 fallback=cfg.get(C.INCR_FALLBACK_FULL_SCAN), holes=cfg.get(C.TIMELINE_HOLES_POLICY))
+        # layout 2: the range is of completion times; records are those of the range's instants
+        times = plan.instants if plan.by_completion and not plan.snapshot else None
+        as_of, completed_by = (None, plan.end) if plan.by_completion else (plan.end, None)
         if plan.full_scan_reason is not None:
             log.warning("incremental pull falls back to a full table scan: %s", plan.full_scan_reason)
             view = table.file_system_view(partitions=partitions)
-            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), plan.full_scan_reason)
+            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), plan.full_scan_reason,
+                              commit_times=times)
         if plan.snapshot:
-            view = table.file_system_view(as_of=plan.end, partitions=partitions)
-            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end))
+            view = table.file_system_view(as_of=as_of, completed_by=completed_by, partitions=partitions)
+            return QueryFiles(view, view.latest_slices(), True, (plan.begin, plan.end), commit_times=times)
         if not plan.instants:
-            view = table.file_system_view(as_of=plan.end, partitions=[])
-            return QueryFiles(view, [], True, (plan.begin, plan.end))
+            view = table.file_system_view(as_of=as_of, completed_by=completed_by, partitions=[])
+            return QueryFiles(view, [], True, (plan.begin, plan.end), commit_times=times)
         wanted = plan.partitions if partitions is None else sorted(set(plan.partitions) & set(partitions))
-        view = table.file_system_view(as_of=plan.end, partitions=wanted)
+        view = table.file_system_view(as_of=as_of, completed_by=completed_by, partitions=wanted)
         slices = [s for s in view.latest_slices() if (s.partition_path, s.file_id) in plan.file_groups]
-        return QueryFiles(view, slices, True, (plan.begin, plan.end))
+        return QueryFiles(view, slices, True, (plan.begin, plan.end), commit_times=times)
     as_of = cfg.get(C.AS_OF_INSTANT)
     if as_of is not None:
         pending = table.timeline.pending_writes()
@@ -147,7 +154,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         log.info("data skipping on %s: %d of %d file slices with log files kept (statistics of all their files "
                  "from the metadata table)", table.path, len(logged), before)
     if logged:  # merge-on-read slices with log files
-        spec = MergeSpec.of(table.config.precombine_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
+        spec = MergeSpec.of(table.config.merge_ordering_field, table.config.payload_class or cfg.get(C.PAYLOAD_CLASS))
         logged_bases = [s.base_file for s in logged if s.base_file is not None]
         # (without stored keys whole slices are merged in executors: no base file is read apart)
         if skipping is not None and logged_bases and filters_reach_base_files(spec) \
@@ -156,7 +163,9 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
             logged_bases = [b for b in logged_bases if b.path in kept]
         df = df.unionByName(merged_slices(spark, table, logged, schema, spec, files.view.visibility(),
                                           bases=logged_bases, as_of=as_of))
-    if files.commit_filter is not None:
+    if files.commit_times is not None:
+        df = df.where(F.col("_hoodie_commit_time").isin(list(files.commit_times)))
+    elif files.commit_filter is not None:
         begin, end = files.commit_filter
         commit_time = F.col("_hoodie_commit_time")
         df = df.where((commit_time > F.lit(begin)) & (commit_time <= F.lit(end)))

@@ -7,6 +7,12 @@ file, and readers ignore them until then. Replace commits hide whole file groups
 
 The file names come from the metadata table's ``files`` partition when the table has a usable
 one (``listing``), else from listing storage.
+
+Which slice a log file extends depends on the table version. In version 6 a log file is named
+after the base instant of its slice. From version 8 (timeline layout 2) it is named after the
+delta commit that wrote it, and belongs to the newest slice whose base instant is not later than
+that delta commit's *completion* time (Hudi's ``HoodieFileGroup.addLogFile``): a delta commit that
+started before a compaction was planned but completed after it extends the compacted slice.
 """
 
 from __future__ import annotations
@@ -23,6 +29,12 @@ from pyhudi.read.merge import SliceToRead, Visibility
 from pyhudi.storage import Storage
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
+
+
+def completion_of(timestamp: str, completion_time: str | None) -> str:
+    """When a completed instant completed: its completion time (timeline layout 2), else (layout
+    1, or a layout-2 instant carried over from version 6 without one) its instant time."""
+    return completion_time or timestamp
 
 
 class _InPartition:
@@ -90,13 +102,22 @@ class FileSystemView:
 
     def __init__(self, storage: Storage, timeline: Timeline, *, as_of: str | None = None,
                  partitions: list[str] | None = None, include_replaced: bool = False,
-                 listing: FileListing | None = None) -> None:
+                 listing: FileListing | None = None, completed_by: str | None = None) -> None:
+        """``as_of``: only writes requested at or before it (time travel); ``completed_by``: only
+        writes completed at or before it (timeline layout 2: an incremental pull's end)."""
         self.storage = storage
         self.listing = listing  # the metadata table's file list; None: list storage
         self.timeline = timeline
-        writes = [i for i in timeline.completed_writes() if as_of is None or i.timestamp <= as_of]
+        writes = [i for i in timeline.completed_writes() if (as_of is None or i.timestamp <= as_of)
+                  and (completed_by is None or completion_of(i.timestamp, i.completion_time) <= completed_by)]
+        if as_of is None and completed_by is not None:
+            as_of = max((i.timestamp for i in writes), default="0")
         self.as_of = as_of if as_of is not None else (writes[-1].timestamp if writes else None)
         self._committed = {i.timestamp for i in writes}
+        # layout 2: a log file extends the slice its delta commit's completion time falls in
+        self._by_completion = timeline.layout_version >= 2
+        self._completion = {i.timestamp: completion_of(i.timestamp, i.completion_time)
+                            for i in timeline.completed()} if self._by_completion else {}
         self._archived_before = timeline.archived_before()  # older instants: archived, committed
         self._replaced = self._replaced_file_ids(writes)
         self._include_replaced = include_replaced  # the cleaner sees retired file groups too
@@ -198,8 +219,7 @@ class FileSystemView:
                 by_instant[b.instant_time] = b  # two attempts of one instant: keep one
             slice_logs: dict[str, list[LogFile]] = {t: [] for t in by_instant}
             for lf in logs.get(fid, []):
-                owners = [t for t in by_instant if t <= lf.base_instant]
-                slice_logs.setdefault(max(owners) if owners else lf.base_instant, []).append(lf)
+                slice_logs.setdefault(self._slice_of(lf, by_instant), []).append(lf)
             merged: list[tuple[str, list[LogFile]]] = []
             for instant in sorted(slice_logs):
                 if instant not in by_instant and merged:
@@ -214,6 +234,27 @@ class FileSystemView:
                                               tuple(sorted(slice_files, key=log_order))))
             if group.slices:
                 groups[fid] = group
+
+    def _slice_of(self, lf: LogFile, base_instants: Iterable[str]) -> str:
+        """The base instant of the slice a log file extends (its own instant when no base file is
+        old enough: a file group that began with log files).
+
+        Version 6: the newest base instant not later than the instant in its name (its slice's).
+        Layout 2: the newest base instant not later than the completion time of the delta commit
+        that wrote it; a log of a pending (or failed) delta commit extends the latest slice, and
+        one of an archived delta commit, whose completion time the active timeline no longer
+        holds, is placed by its requested time (completion comes after it).
+        """
+        bases = list(base_instants)
+        key = lf.base_instant
+        if self._by_completion:
+            done = self._completion.get(lf.base_instant)
+            archived = self._archived_before is not None and lf.base_instant < self._archived_before
+            if done is None and not archived:
+                return max(bases) if bases else lf.base_instant
+            key = done or lf.base_instant
+        owners = [t for t in bases if t <= key]
+        return max(owners) if owners else lf.base_instant
 
     # -- queries -------------------------------------------------------------------------------
     @property

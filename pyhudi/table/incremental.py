@@ -7,6 +7,13 @@ metadata of the range names all the file groups to read; the rest of the table i
 Late data needs no special case: a commit that writes an old event time into an old partition
 names that partition's file group in its metadata like any other.
 
+Which commits a range holds depends on the timeline layout. In layout 1 (table version 6) the
+range is of instant (requested) times. In layout 2 (versions 8 and 9) it is of *completion* times,
+as in Hudi 1.x: ``(begin, end]`` holds the writes that completed after ``begin`` and by ``end``,
+and a stream that reads up to the newest completion time cannot miss a write still in flight (it
+will complete later), so layout 2 has no timeline holes. Records are then those whose
+``_hoodie_commit_time`` is one of the range's instants, read as of what had completed by ``end``.
+
 When the range cannot be served exactly (its commits were archived, so their metadata is gone, or
 the cleaner removed file slices the snapshot at ``end`` needs) the pull fails with a
 :class:`HudiRetentionError`, or, with ``hoodie.datasource.read.incr.fallback.fulltablescan.enable``,
@@ -20,7 +27,9 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiConfigError, HudiRetentionError
 from pyhudi.instant_time import parse_query_instant
 from pyhudi.read.retention import Retention
+from pyhudi.table.fs_view import completion_of
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import Instant
 
 #: Hudi's spelling of "from the beginning of the timeline"
 EARLIEST = "00000000000000000"
@@ -43,6 +52,7 @@ class IncrementalPlan:
     file_groups: frozenset[tuple[str, str]]  # (partition path, file id)
     full_scan_reason: str | None = None
     snapshot: bool = False  # from the beginning: every file group of the snapshot as of ``end``
+    by_completion: bool = False  # begin and end are completion times (timeline layout 2)
 
     @property
     def partitions(self) -> list[str]:
@@ -59,6 +69,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
         raise HudiConfigError(f"{table.path} does not store _hoodie_commit_time (hoodie.populate.meta.fields="
                               "false), so it cannot be read incrementally; use a snapshot or time travel query")
     start = parse_begin(begin)
+    by_completion = table.timeline.layout_version >= 2
     writes = table.timeline.completed_writes()
     hole = first_hole(table)
     if hole is not None:
@@ -68,25 +79,32 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
                 "now could miss its records when it completes. Retry after it completes or is rolled back, or set "
                 "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
         writes = [w for w in writes if w.timestamp < hole]
-    stop = parse_query_instant(end) if end is not None else max(writes[-1].timestamp if writes else start, start)
+    if by_completion:
+        writes = sorted(writes, key=_when)
+    stop = parse_query_instant(end) if end is not None else max(_when(writes[-1]) if writes else start, start)
     if stop < start:
         raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")
-    in_range = [w for w in writes if start < w.timestamp <= stop]
+    in_range = [w for w in writes if start < _when(w) <= stop]
     first_active = table.timeline.first_data_instant_time()
     retention = Retention(table.storage, table.timeline)
+    # the snapshot the records are read from: what had completed by ``stop`` (layout 2), i.e. no
+    # write requested after the newest one in range (layout 1)
+    snapshot_at = max((w.timestamp for w in in_range), default=start) if by_completion else stop
+    archived = retention.archived or retention.lsm_history is not None
     reason = None
-    if retention.archived and first_active is not None and start < first_active and start != EARLIEST:
+    if archived and first_active is not None and start < first_active and start != EARLIEST:
         reason = (f"begin instant {start} is older than the active timeline (it starts at {first_active}); "
                   "the commits after it were archived")
-    elif retention.archived and start == EARLIEST:
+    elif archived and start == EARLIEST:
         # every record's commit is at or before ``stop``: the pull is the snapshot as of ``stop``,
         # which needs no commit metadata (a new stream of a long-lived table starts here)
         try:
-            retention.check(stop, purpose="incremental pull")
+            retention.check(snapshot_at, purpose="incremental pull")
         except HudiRetentionError as exc:
             reason = str(exc)
         else:
-            return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(), snapshot=True)
+            return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(), snapshot=True,
+                                   by_completion=by_completion)
     groups: set[tuple[str, str]] = set()
     if reason is None:
         for inst in in_range:
@@ -94,7 +112,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
                 if stat.fileId:
                     groups.add((stat.partitionPath, stat.fileId))
         try:
-            retention.check(stop, file_groups=groups, purpose="incremental pull")
+            retention.check(snapshot_at, file_groups=groups, purpose="incremental pull")
         except HudiRetentionError as exc:
             reason = str(exc)
     if reason is not None and not fallback:
@@ -102,11 +120,20 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
             f"cannot pull ({start}, {stop}] incrementally: {reason}. Start from a later instant, or set "
             "hoodie.datasource.read.incr.fallback.fulltablescan.enable=true to scan the latest snapshot "
             "(records rewritten after the range are then left out)")
-    return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(groups), reason)
+    return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(groups), reason,
+                           by_completion=by_completion)
+
+
+def _when(write: Instant) -> str:
+    """Where a completed write falls on the axis of incremental ranges (see the module docstring)."""
+    return completion_of(write.timestamp, write.completion_time)
 
 
 def first_hole(table: HudiTable) -> str | None:
-    """The first pending write that completed writes follow, if any."""
+    """The first pending write that completed writes follow, if any (none in timeline layout 2,
+    whose ranges are of completion times: a pending write completes after every completed one)."""
+    if table.timeline.layout_version >= 2:
+        return None
     pending = [i.timestamp for i in table.timeline.pending_writes()]
     if not pending:
         return None
@@ -116,7 +143,8 @@ def first_hole(table: HudiTable) -> str | None:
 
 def latest_offset(table: HudiTable) -> str:
     """How far a stream of the table's commits may read now: the latest completed write that no
-    pending write precedes (Hudi's BLOCK policy for streams), or :data:`EARLIEST` before the first.
+    pending write precedes (Hudi's BLOCK policy for streams), or :data:`EARLIEST` before the first;
+    in timeline layout 2 the latest completion time.
 
     A write still pending while later ones completed will commit records older than those, so a
     stream that went past it would never see them.
@@ -126,7 +154,9 @@ def latest_offset(table: HudiTable) -> str:
     hole = first_hole(table)
     if hole is not None:
         writes = [w for w in writes if w.timestamp < hole]
-    return writes[-1].timestamp if writes else EARLIEST
+    if not writes:
+        return EARLIEST
+    return max(_when(w) for w in writes) if timeline.layout_version >= 2 else writes[-1].timestamp
 
 
 def start_offset(table: HudiTable, start: str) -> str:

@@ -184,11 +184,12 @@ class HudiTable:
 
     # -- views ---------------------------------------------------------------------------------
     def file_system_view(self, *, as_of: str | None = None, partitions: list[str] | None = None,
-                         include_replaced: bool = False) -> FileSystemView:
+                         include_replaced: bool = False, completed_by: str | None = None) -> FileSystemView:
         """File groups from the metadata table's file list when the table has a usable one, else
-        from a storage listing."""
+        from a storage listing (``as_of``, ``completed_by``: see :class:`FileSystemView`)."""
         return FileSystemView(self.storage, self.timeline, as_of=as_of, partitions=partitions,
-                              include_replaced=include_replaced, listing=self.metadata_listing())
+                              include_replaced=include_replaced, listing=self.metadata_listing(),
+                              completed_by=completed_by)
 
     def has_metadata_table(self) -> bool:
         """Whether the table declares a usable metadata table (``files`` partition)."""

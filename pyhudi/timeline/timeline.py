@@ -16,6 +16,7 @@ from pyhudi.storage import Storage
 from pyhudi.timeline import commit_avro
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import (
+    CLUSTERING,
     COMMIT,
     COMPLETES_AS,
     DELTA_COMMIT,
@@ -121,7 +122,11 @@ class Timeline:
         return [i for i in self.pending(WRITE_ACTIONS) if not (i.action == REPLACE_COMMIT and self.is_clustering(i))]
 
     def is_clustering(self, instant: Instant) -> bool:
+        """Whether a replacecommit is a clustering: in layout 2 its plan is a ``clustering``
+        instant (completing as a replacecommit), in layout 1 a replacecommit plan saying CLUSTER."""
         known = self._clustering.get(instant.timestamp)
+        if known is None and Instant(instant.timestamp, State.REQUESTED, CLUSTERING) in self._files:
+            known = self._clustering[instant.timestamp] = True
         if known is None:
             requested = Instant(instant.timestamp, State.REQUESTED, REPLACE_COMMIT)
             try:
