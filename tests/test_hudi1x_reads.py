@@ -23,6 +23,7 @@ import pyhudi
 from pyhudi.config.properties import TableConfig
 from pyhudi.errors import HudiConfigError, HudiRetentionError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.keygen.spec import partition_values_in_paths
 
 DATA = Path(__file__).parent / "data" / "hudi1x"
 TABLES = sorted(p.stem for p in DATA.glob("*.zip") if "lance" not in p.stem)
@@ -272,28 +273,31 @@ def test_merge_settings_of_hudi_1x_tables():
 
 
 def test_partition_paths_of_timestamp_and_custom_keys_hold_no_values():
-    assert not _config(**{"hoodie.table.keygenerator.type": "TIMESTAMP"}).partition_paths_hold_values
-    assert not _config(**{"hoodie.table.keygenerator.type": "CUSTOM",
-                          "hoodie.table.partition.fields": "region:SIMPLE,ts:TIMESTAMP"}).partition_paths_hold_values
-    custom = _config(**{"hoodie.table.keygenerator.type": "CUSTOM", "hoodie.table.partition.fields": "region:SIMPLE"})
-    assert custom.partition_paths_hold_values and custom.partition_fields == ("region",)
+    def values_in_paths(**props: str) -> bool:
+        return partition_values_in_paths(_config(**props).props)
+
+    assert not values_in_paths(**{"hoodie.table.keygenerator.type": "TIMESTAMP"})
+    assert not values_in_paths(**{"hoodie.table.keygenerator.type": "CUSTOM",
+                                  "hoodie.table.partition.fields": "region:SIMPLE,ts:TIMESTAMP"})
+    assert values_in_paths(**{"hoodie.table.keygenerator.type": "SIMPLE", "hoodie.table.partition.fields": "region"})
 
 
-def test_queries_before_an_lsm_archived_timeline_are_refused(spark, table, tmp_path):
-    """Archival of version 8+ moves instants into the LSM timeline (``.hoodie/timeline/history``),
-    which pyhudi does not read: the latest snapshot still reads (older files are committed), but a
-    time travel or pull reaching before the active timeline is refused, not answered in part."""
+def test_queries_before_an_lsm_archived_timeline(spark, table, tmp_path):
+    """Archival of version 8+ moves instants into the LSM timeline (``.hoodie/timeline/history``):
+    the latest snapshot still reads (older files are committed), a time travel before the active
+    timeline reads as of that instant (the archived cleans say what is gone), and a pull reaching
+    there is refused, since it ranges on completion times pyhudi takes from the active timeline."""
     path = tmp_path / "archived"
     shutil.copytree(table("cow__v8_nonpartitioned"), path)
     (t1, _), (t2, c2) = _writes(path)
+    as_of_t1 = sorted(r["id"] for r in hudi_rs_rows(path, as_of=t1))
     timeline = path / ".hoodie" / "timeline"
     for f in timeline.glob(f"{t1}*"):
         f.unlink()
     (timeline / "history" / "manifest_1").write_text('{"files" : [ ]}')
     (timeline / "history" / "_version_").write_text("1")
     assert len(pyhudi_rows(spark, path)) == 4
-    with pytest.raises(HudiUnsupportedError, match="LSM timeline"):
-        pyhudi_rows(spark, path, options={"as.of.instant": t1})
+    assert sorted(r["id"] for r in pyhudi_rows(spark, path, options={"as.of.instant": t1})) == as_of_t1
     assert len(pyhudi_rows(spark, path, options={"as.of.instant": t2})) == 4
     with pytest.raises(HudiRetentionError, match="archived"):
         pyhudi_rows(spark, path, options={"hoodie.datasource.query.type": "incremental",

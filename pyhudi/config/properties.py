@@ -232,9 +232,11 @@ class TableConfig:
             return None
         fields = [f.strip() for f in (self.precombine_field or "").split(",") if f.strip()]
         if len(fields) > 1:
+            key = PRECOMBINE_FIELD if self.props.get(PRECOMBINE_FIELD) else ORDERING_FIELDS
             raise HudiUnsupportedError(
-                f"table {self.name} orders records by several fields ({', '.join(fields)}), which pyhudi does not "
-                "implement (it merges by one ordering field); use Apache Hudi's own Spark bundle for this table")
+                f"table {self.name} has {key}={self.props.get(key)}: it orders records by several fields, which "
+                "pyhudi does not implement (it merges by one ordering field); use Apache Hudi's own Spark bundle "
+                "for this table")
         return fields[0] if fields else None
 
     @property

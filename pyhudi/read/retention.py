@@ -145,7 +145,7 @@ class Retention:
     @property
     def lsm_history(self) -> str | None:
         """The LSM archived timeline of a layout-2 table (``.hoodie/timeline/history``), when
-        archival wrote any file there; pyhudi does not read it."""
+        archival wrote any file there."""
         if self._lsm is None:
             folder = f"{self.timeline.folder}/history"
             self._lsm = (folder if self.timeline.layout_version >= 2 and self.storage.list_files(folder) else "",)
@@ -163,10 +163,13 @@ class Retention:
 
     def check(self, instant: str, *, file_groups: Iterable[tuple[str, str]] | None = None,
               purpose: str = "time travel") -> None:
-        """Raise :class:`HudiRetentionError` unless every needed slice as of ``instant`` still exists
-        (:class:`HudiUnsupportedError` before the active timeline of a table whose archived instants
-        are in the LSM timeline of version 8 and later, whose cleans pyhudi cannot consult)."""
-        if self.first_active is not None and instant < self.first_active and (history := self.lsm_history):
+        """Raise :class:`HudiRetentionError` unless every needed slice as of ``instant`` still exists,
+        the cleans of the archived timeline included (version 6's archive files, or the LSM history
+        of versions 8 and 9). An incremental pull reaching before the active timeline of a version 8+
+        table is a :class:`HudiUnsupportedError`: it ranges on completion times, which pyhudi takes
+        from the active timeline only."""
+        if purpose != "time travel" and self.first_active is not None and instant < self.first_active \
+                and (history := self.lsm_history):
             raise HudiUnsupportedError(
                 f"{purpose} to {instant} reaches before the active timeline (it starts at {self.first_active}), into "
                 f"instants archived in the LSM timeline {self.storage.full(history)} of table version 8+, which "
