@@ -19,7 +19,10 @@ TABLES = ["avro/v6_trips_8i1u", "avro/v6_trips_8i3d", "parquet/v6_nonpartitioned
 
 def _plain(value: Any) -> Any:
     """A value as both readers give it: hudi-rs's maps are lists of pairs and its timestamps carry
-    UTC, Spark's maps are dicts and its timestamps are naive UTC."""
+    UTC, Spark's maps are dicts and its timestamps are naive UTC (and PySpark 3.5's binaries are
+    bytearrays)."""
+    if isinstance(value, bytearray):  # PySpark 3.5's binary values
+        return bytes(value)
     if isinstance(value, dt.datetime) and value.tzinfo is not None:
         return value.astimezone(dt.timezone.utc).replace(tzinfo=None)
     if isinstance(value, list) and value and all(isinstance(v, tuple) and len(v) == 2 for v in value):
