@@ -27,6 +27,16 @@ from pyhudi.commit.metadata_sync import prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import update_table_config
+from pyhudi.config.support import (
+    COMMIT_TIME_STRATEGY,
+    EVENT_TIME_STRATEGY,
+    INITIAL_VERSION,
+    MERGE_STRATEGY,
+    MERGE_STRATEGY_V6,
+    ORDERING_FIELDS,
+    PARTIAL_UPDATE_MODE,
+    TIMELINE_PATH,
+)
 from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.table.table import HudiTable
@@ -36,18 +46,11 @@ from pyhudi.transaction.lock import TableLock
 log = logging.getLogger("pyhudi")
 
 VERSIONS = (6, 8, 9)
-INITIAL_VERSION = "hoodie.table.initial.version"
-TIMELINE_PATH = "hoodie.timeline.path"
-ORDERING_FIELDS = "hoodie.table.ordering.fields"
-MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
-MERGE_STRATEGY_OLD = "hoodie.compaction.record.merger.strategy"
-LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
-PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
-INDEX_DEFS = "hoodie.table.index.defs.path"
 EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
 #: hoodie.record.merge.strategy.id of the two built-in merge modes
-STRATEGY_OF_MODE = {EVENT_TIME: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
-                    COMMIT_TIME: "ce9acb64-bde0-424c-9b91-f6ebba25356d"}
+STRATEGY_OF_MODE = {EVENT_TIME: EVENT_TIME_STRATEGY, COMMIT_TIME: COMMIT_TIME_STRATEGY}
+LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
+INDEX_DEFS = "hoodie.table.index.defs.path"
 _KEYGEN = "org.apache.hudi.keygen."
 #: key generator class -> Hudi's KeyGeneratorType, for the classes pyhudi's tables name
 KEYGEN_TYPES = {_KEYGEN + "SimpleKeyGenerator": "SIMPLE", _KEYGEN + "ComplexKeyGenerator": "COMPLEX",
@@ -118,7 +121,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
             put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
             put(P.MERGE_MODE, mode)
             put(MERGE_STRATEGY, STRATEGY_OF_MODE[mode])
-            put(MERGE_STRATEGY_OLD, STRATEGY_OF_MODE[mode])
+            put(MERGE_STRATEGY_V6, STRATEGY_OF_MODE[mode])
             put(INITIAL_VERSION, str(from_version))
             put(TIMELINE_PATH, "timeline")
             kind = KEYGEN_TYPES.get(current.get(P.KEYGEN_CLASS, ""))
@@ -130,7 +133,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
                 put(ORDERING_FIELDS, current[P.PRECOMBINE_FIELD])
                 put(P.PRECOMBINE_FIELD, None)
             put(MERGE_STRATEGY, None)
-            put(MERGE_STRATEGY_OLD, None)
+            put(MERGE_STRATEGY_V6, None)
             if current.get(P.PAYLOAD_CLASS) in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
                 put(LEGACY_PAYLOAD, current[P.PAYLOAD_CLASS])
                 put(P.PAYLOAD_CLASS, None)
@@ -150,7 +153,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
                 put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
             if not current.get(P.KEYGEN_CLASS) and current.get(P.KEYGEN_TYPE) in CLASS_OF_KEYGEN_TYPE:
                 put(P.KEYGEN_CLASS, CLASS_OF_KEYGEN_TYPE[current[P.KEYGEN_TYPE]])
-            for key in (INITIAL_VERSION, P.MERGE_MODE, MERGE_STRATEGY, MERGE_STRATEGY_OLD, P.KEYGEN_TYPE,
+            for key in (INITIAL_VERSION, P.MERGE_MODE, MERGE_STRATEGY, MERGE_STRATEGY_V6, P.KEYGEN_TYPE,
                         "hoodie.bootstrap.index.type"):
                 if key in current:
                     put(key, None)
