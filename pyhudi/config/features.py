@@ -26,6 +26,7 @@ from pyhudi.config.registry import (
     only,
     only_false,
     option,
+    parse_bool,
     parse_str,
 )
 from pyhudi.config.table import PAYLOAD_CLASS, PAYLOAD_OF_MERGE_MODE
@@ -36,8 +37,15 @@ from pyhudi.errors import HudiConfigError
 # ---------------------------------------------------------------------------------------------
 WRITE_TABLE_VERSION = option(
     "hoodie.write.table.version", "6",
-    "Table version a write creates or keeps: pyhudi writes version 6 only (Hudi 1.x also writes 8 and 9).",
-    only("6", hudi_accepts="8 and 9"))
+    "Table version a new table is created at: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1). Set on a write to an "
+    "existing table of another version, the table is upgraded first (when hoodie.write.auto.upgrade is true) or "
+    "downgraded, as Hudi's writers do; unset, a write keeps the table's version.",
+    only("6", "8", "9", hudi_accepts="no other value"))
+AUTO_UPGRADE = option(
+    "hoodie.write.auto.upgrade", True,
+    "Whether a write whose hoodie.write.table.version is above the table's version upgrades the table first; false "
+    "refuses such a write instead (Hudi 1.x then keeps writing the table's own version).",
+    parse_bool)
 BASE_FILE_FORMAT = option(
     "hoodie.table.base.file.format", "PARQUET",
     "Format of base files: pyhudi writes and reads PARQUET only.",

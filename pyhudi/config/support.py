@@ -49,8 +49,8 @@ HIGHEST_TABLE_VERSION = 9
 #: table versions whose files pyhudi reads (Hudi 0.12/0.13, 0.14/0.15, 1.0, 1.1); 7 is the 0.16
 #: bridge version, which no test table shows, and versions before 5 lay out their timeline otherwise
 READ_VERSIONS = (5, 6, 8, 9)
-#: table versions pyhudi writes to (it writes the version 6 format; a version 5 table reads it)
-WRITE_VERSIONS = (5, 6)
+#: table versions pyhudi writes to (a version 5 table gets the version 6 format, which it reads)
+WRITE_VERSIONS = (5, 6, 8, 9)
 #: ``hoodie.timeline.layout.version`` each readable table version has
 LAYOUT_OF_VERSION = {5: 1, 6: 1, 8: 2, 9: 2}
 TABLE_TYPES = ("COPY_ON_WRITE", "MERGE_ON_READ")
@@ -76,7 +76,7 @@ def check_understood(props: Mapping[str, str], *, where: str) -> None:
     if version not in READ_VERSIONS:
         raise HudiUnsupportedError(
             f"{where} says {VERSION}={props.get(VERSION)}, a table version pyhudi does not read (it reads versions "
-            f"{', '.join(map(str, READ_VERSIONS))} and writes 6); "
+            f"{', '.join(map(str, READ_VERSIONS))} and writes 6, 8 and 9); "
             + ("use the Apache Hudi release that wrote the table" if version is None or version > HIGHEST_TABLE_VERSION
                else "upgrade the table with Apache Hudi, or use the release that wrote it"))
     layout = props.get(LAYOUT_VERSION, "").strip()
@@ -170,8 +170,9 @@ def check_writable(props: Mapping[str, str], name: str, action: str) -> None:
     version = _version(props)
     if version not in WRITE_VERSIONS:
         raise HudiUnsupportedError(
-            f"{action} refused: table {name} has {VERSION}={props.get(VERSION)}, and pyhudi writes table version 6 "
-            f"only (it reads version {version}); nothing was written. Write it with Apache Hudi of that version")
+            f"{action} refused: table {name} has {VERSION}={props.get(VERSION)}, and pyhudi writes table versions "
+            f"{', '.join(map(str, WRITE_VERSIONS))} (it reads version {version}); nothing was written. Write it with "
+            "Apache Hudi of that version")
     if props.get(CDC_ENABLED, "false").strip().lower() == "true":
         raise HudiUnsupportedError(
             f"{action} refused: table {name} has {CDC_ENABLED}=true: its writes and table services must also write "

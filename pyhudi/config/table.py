@@ -116,6 +116,8 @@ OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 #: The payload class whose semantics a record merge mode (Hudi 1.x, table version 8 on) names.
 PAYLOAD_OF_MERGE_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
+#: The merge mode a table of version 8 on records for the payload class of the same semantics.
+MERGE_MODE_OF_PAYLOAD = {payload: mode for mode, payload in PAYLOAD_OF_MERGE_MODE.items()}
 PAYLOAD_CLASS = option(
     "hoodie.datasource.write.payload.class",
     OVERWRITE_PAYLOAD,

@@ -163,6 +163,43 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
     return changes
 
 
+def creation_properties(props: Mapping[str, str], version: int, *, merge_mode: str | None) -> dict[str, str]:
+    """The ``hoodie.properties`` of a new table at ``version``, from the version-6 properties a
+    write would create (docs/hudi-1x-format.md section 1.2): what Hudi 1.0 (8) or 1.1 (9) writes
+    when it creates a table. Version 8 keeps the merge trio (mode, payload, strategy id) and the
+    precombine key; version 9 keeps the merge mode alone and names the field
+    ``hoodie.table.ordering.fields``. Both record the key generator by type, the initial version and
+    the timeline folders; 9 adds ``hoodie.table.format``.
+
+    ``merge_mode``: the one the writer asked for; None infers Hudi's (event-time ordering where the
+    table has an ordering field, else commit-time)."""
+    out = dict(props)
+    if version not in (8, 9):
+        return out
+    ordering = out.pop(P.PRECOMBINE_FIELD, None)
+    mode = merge_mode or (EVENT_TIME if ordering else COMMIT_TIME)
+    out.pop(P.PAYLOAD_CLASS, None)
+    kind = KEYGEN_TYPES.get(out.pop(P.KEYGEN_CLASS, ""))
+    if kind:
+        out[P.KEYGEN_TYPE] = kind
+    out[INITIAL_VERSION] = str(version)
+    out[TIMELINE_PATH] = "timeline"
+    out["hoodie.timeline.history.path"] = "history"
+    out[P.MERGE_MODE] = mode
+    if version == 8:
+        if ordering:
+            out[P.PRECOMBINE_FIELD] = ordering
+        out[P.PAYLOAD_CLASS] = DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD
+        out[MERGE_STRATEGY] = STRATEGY_OF_MODE[mode]
+    else:
+        if ordering:
+            out[ORDERING_FIELDS] = ordering
+        out["hoodie.table.format"] = "native"
+    out[P.VERSION] = str(version)
+    out[P.LAYOUT_VERSION] = "2"
+    return out
+
+
 def change_version(table: HudiTable, to_version: int, cfg: HudiConfig | None = None, *,
                    direction: str | None = None) -> VersionChange:
     """Move the table to ``to_version`` (6, 8 or 9), under the table lock; a table at that version

@@ -18,11 +18,13 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
+from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.encoding import resolve_encoding
 from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
 from pyhudi.services.archival import validate as validate_archival
+from pyhudi.services.table_version import creation_properties
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.storage import Storage
@@ -44,6 +46,8 @@ _TABLE_TO_OPTION = {
     P.URL_ENCODE: C.PARTITIONPATH_URLENCODE,
     P.POPULATE_META_FIELDS: C.POPULATE_META_FIELDS,
     P.PAYLOAD_CLASS: C.PAYLOAD_CLASS,  # merge-on-read tables record it: readers and writers must agree
+    P.ORDERING_FIELDS: C.PRECOMBINE_FIELD,  # the name table version 9 gives the precombine field
+    P.MERGE_MODE: C.RECORD_MERGE_MODE,  # tables of version 8 on
 }
 _TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
                     C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
@@ -162,6 +166,10 @@ def _keygen_option_kind(cfg: HudiConfig) -> str | None:
 def options_from_table(table: HudiTable) -> dict[str, str]:
     """hoodie.properties expressed as write options, to fill what the user did not set."""
     out = {opt.key: table.properties[prop] for prop, opt in _TABLE_TO_OPTION.items() if prop in table.properties}
+    if P.MERGE_MODE in table.properties and P.PAYLOAD_CLASS not in table.properties:
+        payload = table.config.payload_class  # the payload of the mode's semantics (version 9 records none)
+        if payload:
+            out[C.PAYLOAD_CLASS.key] = payload
     if P.KEYGEN_CLASS not in table.properties and table.properties.get(P.KEYGEN_TYPE):
         out[C.KEYGENERATOR_TYPE.key] = table.properties[P.KEYGEN_TYPE]  # Hudi 1.x records the type only
     if P.PARTITION_FIELDS not in table.properties:
@@ -198,7 +206,13 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
             if cfg.is_set(opt):
                 props[opt.key] = str(cfg.raw[opt.key])
     props[P.CREATE_SCHEMA] = create_schema
-    return props
+    version = int(cfg.get(C.WRITE_TABLE_VERSION))
+    if version == 6:
+        return props
+    mode = cfg.get(C.RECORD_MERGE_MODE)
+    if mode is None and cfg.is_set(C.PAYLOAD_CLASS):
+        mode = MERGE_MODE_OF_PAYLOAD[cfg.get(C.PAYLOAD_CLASS)]
+    return creation_properties(props, version, merge_mode=mode)
 
 
 def ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTable | None) -> str | None:

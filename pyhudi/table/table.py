@@ -165,8 +165,9 @@ class HudiTable:
             raise HudiTablePropertiesError(
                 f"{storage.uri()} holds a table already ({P.PROPERTIES_FILE}, its backup or a timeline): not creating "
                 "one over it; open it with HudiTable, or pick another path")
+        archive = "/timeline/history" if props.get(P.LAYOUT_VERSION, "1") == "2" else "/archived"
         for folder in ("", "/.aux", "/.aux/.bootstrap/.partitions", "/.aux/.bootstrap/.fileids",
-                       "/.schema", "/.temp", "/archived"):
+                       "/.schema", "/.temp", archive):
             storage.mkdirs(META_FOLDER + folder)
         store_table_config(storage, props)
         return cls(storage)
