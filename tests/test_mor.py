@@ -45,6 +45,23 @@ mor_op_st = st.one_of(op_st, st.tuples(st.just("schedule"), st.just([])), st.tup
        update_partition=st.booleans(), block_format=st.sampled_from(["avro", "parquet"]))
 def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, sizing, update_partition,
                                            block_format):
+    run_mor_model(spark, tmp_path_factory, index, ops, sizing, update_partition, block_format, version="6")
+
+
+# table version 9 (Hudi 1.1's format): logs named by their delta commit, sliced by completion time
+@pytest.mark.parametrize("index", INDEXES)
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(ops=st.lists(mor_op_st, min_size=2, max_size=6), sizing=st.sampled_from(sorted(SIZING)),
+       update_partition=st.booleans(), block_format=st.sampled_from(["avro", "parquet"]))
+def test_mor_random_operations_match_model_on_version_9(spark, tmp_path_factory, index, ops, sizing,
+                                                        update_partition, block_format):
+    run_mor_model(spark, tmp_path_factory, index, ops, sizing, update_partition, block_format, version="9")
+
+
+def run_mor_model(spark, tmp_path_factory, index: str, ops: list, sizing: str, update_partition: bool,
+                  block_format: str, *, version: str) -> None:
+    """One random sequence of writes, compactions and clusterings on a merge-on-read table of
+    ``version``, each step checked against the model."""
     path = str(tmp_path_factory.mktemp("mor") / "t")
     index, index_opts = index_options(index)
     global_index = index.startswith("GLOBAL_") or index == "RECORD_INDEX"
@@ -58,7 +75,7 @@ def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, 
         "hoodie.metadata.record.index.enable": str(global_index).lower(),
         "hoodie.record.index.update.partition.path": str(update_partition).lower(),
         "hoodie.metadata.record.index.min.filegroup.count": "3", "hoodie.metadata.compact.max.delta.commits": "3",
-        "hoodie.logfile.data.block.format": block_format,
+        "hoodie.logfile.data.block.format": block_format, "hoodie.write.table.version": version,
         **SIZING[sizing],
     }
     model: dict = {}
@@ -88,7 +105,9 @@ def test_mor_random_operations_match_model(spark, tmp_path_factory, index, ops, 
                 continue
         # hudi-rs 0.5.0 ignores log files named after a pending compaction (Java merges them into the
         # slice before it, as pyhudi does), so it is checked only while no compaction is pending
-        pending = bool(pending_compactions(pyhudi.HudiTable(path).timeline))
+        table = pyhudi.HudiTable(path)
+        assert table.config.version == int(version)
+        pending = bool(pending_compactions(table.timeline))
         check(spark, path, model, global_index, update_partition, hudi_rs=not pending)
 
 

@@ -172,17 +172,6 @@ def _assert_write_side_refused(spark, path: str, first: str, named: str, capsys)
     assert _files(path) == before
 
 
-def test_a_hudi_1x_table_reads_but_every_write_and_service_is_refused(spark, v9_table, tmp_path, capsys):
-    """Table version 9 (Hudi 1.1 wrote it): pyhudi reads it as hudi-rs does, and writes no file
-    into it: its timeline layout, commit metadata and log naming are not what pyhudi writes."""
-    path = str(tmp_path / "v9")
-    shutil.copytree(v9_table, path)
-    first = pyhudi.HudiTable(path).timeline.completed_writes()[0].timestamp
-    ours = sorted((r["txn_id"], r["amount"]) for r in pyhudi_rows(spark, path))
-    assert ours == sorted((r["txn_id"], r["amount"]) for r in hudi_rs_rows(path))
-    _assert_write_side_refused(spark, path, first, "hoodie.table.version=9", capsys)
-
-
 def test_a_cdc_table_reads_but_every_write_and_service_is_refused(spark, mor_table, tmp_path, capsys):
     path, first = _copy(mor_table, tmp_path)
     _set(path, {P.CDC_ENABLED: "true"})

@@ -127,6 +127,19 @@ def partition_path_expr(spec: KeyGenSpec, schema: T.StructType, session_tz: str)
     return parts[0] if len(parts) == 1 else F.concat_ws("/", *parts)
 
 
+def _spark_patterns(joda: str) -> list[str]:
+    """Spark patterns that parse what Hudi's Joda pattern ``joda`` parses. Joda's ``Z`` takes an
+    offset such as ``+0100`` or the letter ``Z`` for UTC (Hudi's own tables hold ``...000Z``);
+    Spark's ``Z`` takes only the first form and ``XX`` only the second's zero, so both are tried."""
+    out, quoted = [], False
+    for ch in joda:
+        if ch == "'":
+            quoted = not quoted
+        out.append("XX" if ch == "Z" and not quoted else ch)
+    alternative = "".join(out)
+    return [joda] if alternative == joda else [joda, alternative]
+
+
 def _render_in(ts: Column, fmt: str, tz: str | None, session_tz: str) -> Column:
     """Format an instant in zone ``tz`` (session zone when None) with a Java date pattern."""
     if tz and tz != session_tz:
@@ -141,7 +154,8 @@ def _timestamp_partition(spec: KeyGenSpec, path: str, dtype: T.DataType, session
     ttype = ts_spec.timestamp_type
     if ttype in ("DATE_STRING", "MIXED"):
         text = col.cast("string")
-        parsed = F.coalesce(*[F.to_timestamp(text, fmt) for fmt in ts_spec.input_formats])
+        parsed = F.coalesce(*[F.try_to_timestamp(text, F.lit(fmt))
+                              for fmt in ts_spec.input_formats for fmt in _spark_patterns(fmt)])
         if ts_spec.input_timezone and ts_spec.input_timezone != session_tz:
             parsed = F.to_utc_timestamp(F.from_utc_timestamp(parsed, session_tz), ts_spec.input_timezone)
         fallback = F.timestamp_millis(F.lit(1))
