@@ -1,8 +1,8 @@
 """Apache Hudi options pyhudi implements in part, and the few it accepts without effect.
 
-pyhudi writes Hudi table version 6 with parquet base files and reads what that format holds. An
-option asking for more (a newer table version, another base file format, change data capture, a
-custom merge) is refused with :class:`~pyhudi.errors.HudiUnsupportedOptionError` naming the option,
+pyhudi writes Hudi table versions 6, 8 and 9 with parquet base files and reads what those formats
+hold. An option asking for more (another table version, another base file format, change data
+capture, a custom merge) is refused with :class:`~pyhudi.errors.HudiUnsupportedOptionError` naming the option,
 the value and what pyhudi implements; its default value is accepted, since it asks for nothing
 pyhudi lacks. Every other Hudi option pyhudi does not declare is refused by
 :meth:`~pyhudi.config.registry.HudiConfig.of` (its key is in ``hudi_keys.txt``).
@@ -38,13 +38,15 @@ from pyhudi.errors import HudiConfigError
 WRITE_TABLE_VERSION = option(
     "hoodie.write.table.version", "6",
     "Table version a new table is created at: 6 (Hudi 0.14/0.15), 8 (Hudi 1.0) or 9 (Hudi 1.1). Set on a write to an "
-    "existing table of another version, the table is upgraded first (when hoodie.write.auto.upgrade is true) or "
-    "downgraded, as Hudi's writers do; unset, a write keeps the table's version.",
+    "existing table of a lower version, the table is upgraded first when hoodie.write.auto.upgrade is true (failed "
+    "writes rolled back and, from 6 to 8 or 9, a merge-on-read table compacted first, as Hudi does); of a higher "
+    "version, it is downgraded first. Unset, a write keeps the table's version.",
     only("6", "8", "9", hudi_accepts="no other value"))
 AUTO_UPGRADE = option(
     "hoodie.write.auto.upgrade", True,
-    "Whether a write whose hoodie.write.table.version is above the table's version upgrades the table first; false "
-    "refuses such a write instead (Hudi 1.x then keeps writing the table's own version).",
+    "Whether a write whose hoodie.write.table.version is above the table's version upgrades the table first; with "
+    "false the write keeps the table's own version (logged), as Hudi 1.x pins its writer to the table's version. "
+    "Downgrades happen whatever it says.",
     parse_bool)
 BASE_FILE_FORMAT = option(
     "hoodie.table.base.file.format", "PARQUET",

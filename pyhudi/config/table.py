@@ -50,8 +50,10 @@ PARTITIONPATH_FIELD = option(
     parse_fields, aliases=("hoodie.table.partition.fields",))
 PRECOMBINE_FIELD = option(
     "hoodie.datasource.write.precombine.field", "ts",
-    "Ordering field: of two records with the same key the one with the larger value wins.",
-    aliases=("hoodie.table.precombine.field", "preCombineField", "hoodie.payload.ordering.field"))
+    "Ordering field: of two records with the same key the one with the larger value wins (Hudi 1.1 also "
+    "takes it as hoodie.table.ordering.fields, the name table version 9 records it under).",
+    aliases=("hoodie.table.precombine.field", "preCombineField", "hoodie.payload.ordering.field",
+             "hoodie.table.ordering.fields"))
 KEYGENERATOR_CLASS = option(
     "hoodie.datasource.write.keygenerator.class", None,
     "Key generator class; inferred from the key and partition fields when unset.",

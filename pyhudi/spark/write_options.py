@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD
+from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.encoding import resolve_encoding
@@ -144,6 +144,9 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
         prop = P.KEYGEN_CLASS if P.KEYGEN_CLASS in table.properties else P.KEYGEN_TYPE
         opt = C.KEYGENERATOR_CLASS if cfg.is_set(C.KEYGENERATOR_CLASS) else C.KEYGENERATOR_TYPE
         conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {prop}={table.properties[prop]!r}")
+    payload_conflict = _payload_against_merge_mode(cfg, table)
+    if payload_conflict:
+        conflicts.append(payload_conflict)
     if cfg.is_set(C.PARTITIONPATH_FIELD) and P.PARTITION_FIELDS not in table.properties and \
             cfg.get(C.PARTITIONPATH_FIELD):
         conflicts.append(f"  {C.PARTITIONPATH_FIELD.key}: write option "
@@ -152,6 +155,44 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
         raise HudiTableMismatchError(
             f"the write options conflict with the table at {table.path}:\n" + "\n".join(conflicts)
             + "\nwrite with the table's settings, or write to a new path")
+
+
+def _payload_against_merge_mode(cfg: HudiConfig, table: HudiTable) -> str | None:
+    """A payload class the user set whose semantics contradict the table's merge mode, where the
+    table records the mode without a payload (version 9): merging by the payload would leave the
+    table's records merged otherwise than every reader of the table merges them."""
+    mode = table.properties.get(P.MERGE_MODE, "").strip().upper()
+    if not cfg.is_set(C.PAYLOAD_CLASS) or cfg.is_set(C.RECORD_MERGE_MODE) or P.PAYLOAD_CLASS in table.properties \
+            or mode not in PAYLOAD_OF_MERGE_MODE:
+        return None
+    payload = cfg.get(C.PAYLOAD_CLASS)
+    if MERGE_MODE_OF_PAYLOAD.get(payload) == mode:
+        return None
+    return (f"  {C.PAYLOAD_CLASS.key}: write option {cfg.raw[C.PAYLOAD_CLASS.key]!r} (merge mode "
+            f"{MERGE_MODE_OF_PAYLOAD.get(payload, 'CUSTOM')}), table has {P.MERGE_MODE}={mode!r}")
+
+
+def version_change(request: WriteRequest) -> int | None:
+    """The table version the table must move to before this write (None: write it at its own).
+
+    As Hudi 1.x's writers (``UpgradeDowngrade``, docs/hudi-1x-format.md 6.1 and 6.6): unset,
+    ``hoodie.write.table.version`` leaves the table's version alone; above it, the table is
+    upgraded first when ``hoodie.write.auto.upgrade`` is true, and otherwise written at its own
+    version (Hudi pins the writer to the table's version, it does not fail the write); below it,
+    the table is downgraded first whatever ``hoodie.write.auto.upgrade`` says. A version 5 table
+    takes version 6 writes as it is (pyhudi writes the version 6 format into it)."""
+    cfg, table = request.cfg, request.table
+    if table is None or not cfg.is_set(C.WRITE_TABLE_VERSION):
+        return None
+    wanted, current = int(cfg.get(C.WRITE_TABLE_VERSION)), table.config.version
+    if wanted == current or (current == 5 and wanted == 6):
+        return None
+    if wanted > current and not cfg.get(C.AUTO_UPGRADE):
+        log.warning("%s is at table version %d; hoodie.write.table.version=%d with hoodie.write.auto.upgrade=false "
+                    "writes it at version %d, as Hudi does (set hoodie.write.auto.upgrade=true to upgrade it first)",
+                    table.path, current, wanted, current)
+        return None
+    return wanted
 
 
 def _keygen_option_kind(cfg: HudiConfig) -> str | None:
@@ -209,10 +250,29 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
     version = int(cfg.get(C.WRITE_TABLE_VERSION))
     if version == 6:
         return props
+    return creation_properties(props, version, merge_mode=creation_merge_mode(cfg))
+
+
+def creation_merge_mode(cfg: HudiConfig) -> str:
+    """The record merge mode a new table of version 8 or 9 records, inferred as Hudi 1.x infers it
+    (``HoodieTableConfig.inferMergingConfigsForPreV9Table`` / ``...ForV9TableCreation``,
+    docs/hudi-1x-format.md section 8): the mode the write names; else the payload class's (the
+    option resolver has already refused a mode and a payload of different semantics); else
+    event-time ordering when the write names an ordering field, commit-time ordering when not.
+    Like Hudi, an event-time table without an ordering field and a commit-time one with an
+    ordering field only warn: the first merges as commit time, the second ignores the field."""
+    ordering = cfg.get(C.PRECOMBINE_FIELD) if cfg.is_set(C.PRECOMBINE_FIELD) else None
     mode = cfg.get(C.RECORD_MERGE_MODE)
     if mode is None and cfg.is_set(C.PAYLOAD_CLASS):
         mode = MERGE_MODE_OF_PAYLOAD[cfg.get(C.PAYLOAD_CLASS)]
-    return creation_properties(props, version, merge_mode=mode)
+    if mode is None:
+        return "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING"
+    if mode == "EVENT_TIME_ORDERING" and not ordering:
+        log.warning("merge mode EVENT_TIME_ORDERING without an ordering field "
+                    "(hoodie.datasource.write.precombine.field): records merge as COMMIT_TIME_ORDERING")
+    elif mode == "COMMIT_TIME_ORDERING" and ordering:
+        log.warning("merge mode COMMIT_TIME_ORDERING ignores the ordering field %s: the latest write wins", ordering)
+    return str(mode)
 
 
 def ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTable | None) -> str | None:

@@ -27,16 +27,21 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from pyhudi import config as C
+from pyhudi.actions.rollback import rollback_failed_writes
+from pyhudi.commit.point import CommitPoint
 from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
+from pyhudi.config import properties as P
 from pyhudi.errors import HudiCommitError, HudiError, HudiRestoreError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.restore import pending_restore
+from pyhudi.services.table_version import change_version
+from pyhudi.spark.compaction_job import compact
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
 from pyhudi.spark.keygen import check_partitions, field_type
@@ -53,17 +58,21 @@ from pyhudi.spark.write_options import (
     data_schema,
     new_table_properties,
     ordering_field,
+    version_change,
 )
 from pyhudi.storage import Storage
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
-from pyhudi.transaction.lock import operation_hold
+from pyhudi.transaction.concurrency import Concurrency
+from pyhudi.transaction.lock import TableLock, operation_hold
 from pyhudi.write import schema as schema_evolution
 from pyhudi.write.replace import DELETE_PARTITION, check_delete_partitions, requested_replace, resolve_partitions
 from pyhudi.write.result import WriteResult, summarize
 
 log = logging.getLogger("pyhudi")
+#: the compaction strategy that plans every file slice with log files (Hudi's choice before an upgrade)
+_UNBOUNDED = "org.apache.hudi.table.action.compact.strategy.UnBoundedCompactionStrategy"
 
 
 def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
@@ -82,7 +91,38 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
     with contextlib.ExitStack() as hold:
         if request.table is not None:
             hold.enter_context(operation_hold(storage, request.cfg))
+            to_version = version_change(request)
+            if to_version is not None:
+                move_table_version(df.sparkSession, request.table, to_version, request.cfg)
+                request = check_request(storage, HudiConfig.of(options), mode)  # against the moved table
         return _write(df, storage, path, request, hold, extra_metadata=extra_metadata, started=started)
+
+
+def move_table_version(spark: SparkSession, table: HudiTable, to_version: int, cfg: HudiConfig) -> None:
+    """Upgrade or downgrade ``table`` to ``to_version`` before a write, as Hudi's
+    ``UpgradeDowngrade.run`` does before its writers start (docs/hudi-1x-format.md 6.1): failed
+    writes are rolled back and, where the timeline changes layout (6 <-> 8 and 9, whose log files
+    are named and sliced differently), a merge-on-read table is compacted whole first, Hudi's
+    ``rollbackFailedWritesAndCompact``. What still stands in the way (a write whose heartbeat is
+    alive, a pending clustering, index definitions) refuses the change with nothing changed and the
+    write not started (:func:`~pyhudi.services.table_version.change_version`). The caller holds the
+    table lock for the whole write in single-writer mode, so no other writer starts between the
+    change and the write."""
+    concurrency = Concurrency.of(cfg)
+    with TableLock(table.storage, cfg).held():
+        timeline = table.reload().timeline
+        rolled_back = rollback_failed_writes(table.storage, timeline, complete=CommitPoint.of(table, cfg).complete,
+                                             utc=table.config.utc_timeline, heartbeat=concurrency.heartbeat)
+        if rolled_back:
+            log.warning("rolled back %d failed write(s) before changing the table version: %s",
+                        len(rolled_back), rolled_back)
+        from_version = table.reload().config.version
+        if table.table_type == P.MERGE_ON_READ and (from_version < 8) != (to_version < 8) and any(
+                s.log_files for s in table.file_system_view().latest_slices()):
+            compacted = compact(spark, table.storage, {**cfg.raw, C.COMPACTION_STRATEGY.key: _UNBOUNDED})
+            log.info("compacted %s (%s) before moving it from table version %d to %d",
+                     table.path, ", ".join(compacted), from_version, to_version)
+        change_version(table.reload(), to_version, cfg)
 
 
 def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, hold: contextlib.ExitStack, *,
