@@ -57,7 +57,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
 
 @pytest.mark.parametrize("key, value", [
     ("hoodie.table.cdc.enabled", "true"),
-    ("hoodie.write.table.version", "9"),
+    ("hoodie.write.table.version", "7"),
     ("hoodie.index.type", "HBASE"),
     ("hoodie.table.base.file.format", "LANCE"),
     ("hoodie.table.base.file.format", "ORC"),
@@ -82,8 +82,8 @@ def test_an_unimplemented_hudi_option_is_an_error_naming_it(key, value):
 
 
 def test_a_value_error_lists_what_pyhudi_implements():
-    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match=r"hoodie.write.table.version=8: .*only 6"):
-        HudiConfig.of({"hoodie.write.table.version": "8"})
+    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match=r"hoodie.write.table.version=7: .*only 6, 8 or 9"):
+        HudiConfig.of({"hoodie.write.table.version": "7"})
     with pytest.raises(pyhudi.HudiUnsupportedOptionError,
                        match=r"EVENT_TIME_ORDERING, not 'custom'.*given as hoodie.record.merge.mode"):
         HudiConfig.of({"hoodie.record.merge.mode": "custom"})
@@ -128,7 +128,7 @@ def test_sync_settings_without_sync_and_defaults_of_unimplemented_features_are_a
                    "latest_state", "hoodie.metrics.on": "false", "hoodie.write.num.retries.on.conflict.failures": "0"})
 
 
-@pytest.mark.parametrize("key, value", [("hoodie.table.cdc.enabled", "true"), ("hoodie.write.table.version", "9"),
+@pytest.mark.parametrize("key, value", [("hoodie.table.cdc.enabled", "true"), ("hoodie.write.table.version", "7"),
                                         ("hoodie.datasource.hive_sync.enable", "true"),
                                         ("hoodie.bootstrap.base.path", "/src")])
 def test_a_write_with_an_unimplemented_option_writes_nothing(spark, base_table, tmp_path, key, value):
