@@ -31,6 +31,7 @@ from pyhudi.commit.record_index_build import build_locally
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import load_table_config, update_table_config
+from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
@@ -301,6 +302,12 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
             log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
         table.reload()
         return
+    if version >= 8 and column_stats_groups > 0 and table.config.props.get(P.PARTITION_FIELDS):
+        raise HudiUnsupportedError(
+            f"pyhudi does not write the partition_stats partition of the metadata table, which Hudi 1.x keeps beside "
+            f"column_stats on a partitioned table of version {version} ({table.path}); write without "
+            "hoodie.metadata.index.column.stats.enable, or keep column statistics on a non-partitioned table or "
+            "a table of version 6")
     wanted = {FILES_PARTITION: 1}
     if column_stats_groups > 0:
         wanted[COLUMN_STATS_PARTITION] = column_stats_groups

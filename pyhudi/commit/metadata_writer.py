@@ -193,7 +193,8 @@ class MetadataWriter(MetadataTable):
             "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
             P.RECORD_KEY_FIELDS: "key", P.NAME: f"{name}_metadata", "hoodie.timeline.path": "timeline",
             P.POPULATE_META_FIELDS: "false", P.BASE_FILE_FORMAT: "HFILE", "hoodie.record.merge.mode": "CUSTOM",
-            **({P.TIMELINE_TIMEZONE: data_props[P.TIMELINE_TIMEZONE]} if P.TIMELINE_TIMEZONE in data_props else {}),
+            # the time zone only when not Hudi's default, as Hudi 1.x's metadata tables show
+            **({P.TIMELINE_TIMEZONE: "UTC"} if data_props.get(P.TIMELINE_TIMEZONE) == "UTC" else {}),
             P.VERSION: version,
         })
         tl = self.timeline.reload()

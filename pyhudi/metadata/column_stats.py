@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata.files import deleted_base_files
 from pyhudi.metadata.keys import column_id, column_stats_key
 from pyhudi.read.skipping import ColumnRange, footers
@@ -276,7 +277,9 @@ def in_version(records: Iterable[tuple[str, dict]], table_version: int, avro_fie
     version 9); ``columns``: keep only statistics of these columns (deletions are kept)."""
     if table_version < 8:
         return list(records)
-    kinds = value_types(avro_fields) if table_version >= 9 else {}
+    # the meta fields (strings) are not in the table schema
+    kinds = {**{m: {"typeOrdinal": VALUE_TYPES["string"], "additionalInfo": None} for m in META_FIELDS},
+             **value_types(avro_fields)} if table_version >= 9 else {}
     keep = set(columns) if columns is not None else None
     out = []
     for key, record in records:
