@@ -271,14 +271,14 @@ class MetadataWriter(MetadataTable):
             base = self.base_instant()  # the compaction's
         if base is None:
             raise HudiCorruptFileError(f"the metadata table {self.storage.base_uri} has no base file")
-        tl.create_requested(instant, DELTA_COMMIT)
-        tl.transition_inflight(instant, DELTA_COMMIT)
-        stats: dict[str, list[WriteStat]] = {}
         existing = self.partitions() if existing is None else existing
-        for partition, part_records in sorted(records.items()):
-            if partition not in existing:
-                continue
-            for group, bucket in _buckets(self.shaped(partition, part_records), existing[partition]).items():
+        planned = {partition: _buckets(self.shaped(partition, part_records), existing[partition])
+                   for partition, part_records in sorted(records.items()) if partition in existing}
+        tl.create_requested(instant, DELTA_COMMIT)
+        tl.transition_inflight(instant, DELTA_COMMIT, self._workload(planned, written))
+        stats: dict[str, list[WriteStat]] = {}
+        for partition, buckets in planned.items():
+            for group, bucket in buckets.items():
                 if bucket or partition == FILES_PARTITION:
                     stats.setdefault(partition, []).append(self._write_log(instant, partition, group, base, bucket))
         for partition, partition_stats in sorted((written or {}).items()):
@@ -290,6 +290,23 @@ class MetadataWriter(MetadataTable):
         meta = CommitMetadata(stats, operation_type="UPSERT_PREPPED", extra_metadata={"schema": self.record_schema})
         tl.complete(instant, DELTA_COMMIT, meta.to_json().encode("utf-8"))
         delete_markers(self.storage, instant, markers=mine)
+
+    def _workload(self, planned: Mapping[str, Mapping[str, Records]],
+                  written: Mapping[str, list[WriteStat]] | None) -> bytes:
+        """The inflight content of a delta commit: nothing in version 6; from version 8 the
+        workload profile Hudi 1.x writes (updates per file group, the records being prepped)."""
+        if self.table_version < 8:
+            return b""
+        profile: dict[str, list[WriteStat]] = {}
+        for partition, buckets in planned.items():
+            profile[partition] = [WriteStat(fileId="", path="", partitionPath=partition, numInserts=0)] + [
+                WriteStat(fileId=group, path="", partitionPath=partition, numUpdateWrites=len(bucket))
+                for group, bucket in sorted(buckets.items()) if bucket]
+        for partition, done in (written or {}).items():
+            profile.setdefault(partition, [WriteStat(fileId="", path="", partitionPath=partition, numInserts=0)])
+            profile[partition] += [WriteStat(fileId=st.fileId, path="", partitionPath=partition,
+                                             numUpdateWrites=st.numWrites + st.numDeletes) for st in done]
+        return CommitMetadata(profile, operation_type="UPSERT_PREPPED").to_json().encode("utf-8")
 
     def _write_log(self, instant: str, partition: str, group: str, base: str, records: Records) -> WriteStat:
         return self.write_log_cells(instant, partition, group, base, encode_records(records, self.record_schema))
@@ -412,11 +429,13 @@ class MetadataWriter(MetadataTable):
                     logs = sorted((posixpath.basename(rel) for rel, _i in piece.logs), key=log_path_order) \
                         if piece else []
                     base_name = posixpath.basename(piece.base[0]) if piece and piece.base else None
+                    slice_base = piece.base_instant if piece and piece.base_instant else base
                 else:
+                    slice_base = base
                     logs = sorted((n for n in names if (lf := parse_log_file(n)) is not None and lf.file_id == group
                                    and lf.base_instant == base), key=log_path_order)
                     base_name = hfile_name(base, group) if hfile_name(base, group) in names else None
-                ops.append(CompactionOperation(partition, group, base, base_name, tuple(logs)))
+                ops.append(CompactionOperation(partition, group, slice_base, base_name, tuple(logs)))
                 plans.append((partition, group, bucket))
         cell_plans = []
         for piece in self.slices(RECORD_INDEX_PARTITION, data_timeline) if RECORD_INDEX_PARTITION in self.partitions() \
