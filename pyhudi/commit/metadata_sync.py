@@ -8,6 +8,13 @@ a usable metadata table, the action's ``files``-partition records are applied to
 commit of the same instant time before the data instant's completed file appears; a crash in
 between leaves an MDT delta commit of a pending data instant, which readers ignore and the
 instant's rollback undoes.
+
+On a table of version 8 or 9 the data table records its metadata table as Hudi 1.x does
+(docs/hudi-1x-format.md section 5): ``hoodie.table.metadata.partitions`` (sorted),
+``hoodie.table.metadata.partitions.inflight`` (empty when no partition is being built) and
+``hoodie.table.index.defs.path`` naming ``.hoodie/.index_defs/index.json``, the definitions of
+the ``column_stats`` and ``record_index`` indexes (with their index versions on 9: column
+statistics V2, record index V1). A table without a metadata table has none of them.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
@@ -24,6 +31,7 @@ from pyhudi.commit.record_index_build import build_locally
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import load_table_config, update_table_config
+from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
@@ -49,6 +57,8 @@ from pyhudi.timeline.timeline import Timeline
 log = logging.getLogger("pyhudi")
 
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
+INDEX_DEFS_FILE = ".hoodie/.index_defs/index.json"
 
 
 @dataclass(frozen=True)
@@ -67,8 +77,6 @@ class MetadataOptions:
 
 def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataWriter | None:
     """The table's metadata table when the table declares its ``files`` partition usable."""
-    if timeline.layout_version != 1:
-        return None
     if FILES_PARTITION not in usable_partitions(load_table_config(storage).props):
         return None
     mdt = MetadataWriter(storage)
@@ -141,7 +149,13 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
     ``options``: the writer's metadata options (when to compact, which columns get statistics)."""
     mdt = metadata_table_of(storage, timeline) if action in FILE_ACTIONS else None
     if mdt is not None:
+        mdt.stats_columns = options.stats_columns
+        if action in WRITE_ACTIONS and mdt.table_version >= 8:
+            mdt.data_schema = CommitMetadata.from_json(content, source=f"{action} {instant}").schema
         have = mdt.partitions()
+        if mdt.data_schema and COLUMN_STATS_PARTITION in have:  # a column added: the definition grows
+            _write_index_definitions(storage, have, stats_columns=options.stats_columns, schema=mdt.data_schema,
+                                     version=mdt.table_version)
         if action == ROLLBACK and RECORD_INDEX_PARTITION in have and not rebuild:
             compacted = mdt.latest_compaction() or ""
             rebuild = any(t < compacted for t in action_records(action, content, source=instant)[1])
@@ -154,6 +168,8 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
             mdt.initialize(timeline, load_table_config(storage).props,
                            initial_records(storage, timeline, groups, stats_columns=options.stats_columns),
                            instant=instant + INIT_SUFFIX, built=built)
+            if mdt.table_version >= 8:  # its init times are below the instant: record that it applied
+                mdt.apply(instant, {FILES_PARTITION: []}, timeline, max_delta_commits=options.max_delta_commits)
         elif lag := mdt.lag(timeline):
             log.warning("the metadata table of %s missed %s; readers list storage until the next write rebuilds it",
                         storage.base_uri, ", ".join(lag[:3]))
@@ -175,10 +191,54 @@ def _local_builder(storage: Storage, groups: int) -> Builder:
     return build_locally(HudiTable(storage), Sizing(min_count=groups, max_count=groups))
 
 
-def _set_partitions(storage: Storage, value: str | None) -> None:
+def _set_partitions(storage: Storage, value: str | None, *, version: int = 6) -> None:
     """Declare the usable metadata partitions (None: none) in hoodie.properties, with Hudi's backup
-    protocol."""
-    update_table_config(storage, {METADATA_PARTITIONS_INFLIGHT: None, P.METADATA_PARTITIONS: value})
+    protocol; version 8+ keeps an empty inflight list and the index definitions beside them."""
+    changes: dict[str, str | None] = {METADATA_PARTITIONS_INFLIGHT: None, P.METADATA_PARTITIONS: value}
+    if version >= 8 and value is not None:
+        changes.update({METADATA_PARTITIONS_INFLIGHT: "", INDEX_DEFS_PATH: INDEX_DEFS_FILE})
+    update_table_config(storage, changes)
+
+
+def _json(value: object, indent: str = "") -> str:
+    """Jackson's default pretty printer, which Hudi writes ``index.json`` with."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{ }"
+        body = ",\n".join(f"{inner}{json.dumps(k)} : {_json(v, inner)}" for k, v in value.items())
+        return "{\n" + body + "\n" + indent + "}"
+    if isinstance(value, list):
+        return "[ " + ", ".join(_json(v, inner) for v in value) + " ]" if value else "[ ]"
+    return json.dumps(value)
+
+
+def index_definitions(partitions: Iterable[str], stats_columns: list[str], version: int) -> str:
+    """``index.json`` of a version-8/9 table keeping ``partitions``: the record index and column
+    statistics entries Hudi 1.x writes (``files`` and ``bloom_filters`` get none), with their index
+    versions on 9 (column statistics V2, record index V1) and none on 8."""
+    defs: dict[str, dict] = {}
+    if RECORD_INDEX_PARTITION in partitions:
+        defs[RECORD_INDEX_PARTITION] = {
+            "indexName": RECORD_INDEX_PARTITION, "indexType": RECORD_INDEX_PARTITION, "indexFunction": "",
+            "sourceFields": [], "indexOptions": {"isPartitioned": "false"},
+            **({"version": "V1"} if version >= 9 else {})}
+    if COLUMN_STATS_PARTITION in partitions:
+        defs[COLUMN_STATS_PARTITION] = {
+            "indexName": COLUMN_STATS_PARTITION, "indexType": COLUMN_STATS_PARTITION,
+            "indexFunction": COLUMN_STATS_PARTITION, "sourceFields": list(stats_columns), "indexOptions": {},
+            **({"version": "V2"} if version >= 9 else {})}
+    return _json({"indexDefinitions": defs})
+
+
+def _write_index_definitions(storage: Storage, partitions: Iterable[str], *, stats_columns: tuple[str, ...],
+                             schema: str | None, version: int) -> None:
+    """Write ``index.json`` when its content changes (a column added to the indexed ones)."""
+    fields = json.loads(schema).get("fields", []) if schema else []
+    columns = list(stats_columns) or column_stats.default_columns(fields)
+    text = index_definitions(partitions, columns, version)
+    if storage.read_bytes_or_none(INDEX_DEFS_FILE) != text.encode("utf-8"):
+        storage.write_bytes(INDEX_DEFS_FILE, text.encode("utf-8"))
 
 
 def initial_records(storage: Storage, timeline: Timeline, groups: Mapping[str, int], *,
@@ -228,17 +288,26 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
     partitions: other partitions an Apache Hudi writer declared would go stale under pyhudi's
     writes, so they are deleted and no longer declared, as are index partitions not asked for."""
     mdt = MetadataWriter(table.storage)
+    mdt.stats_columns = stats_columns
     declared = usable_partitions(table.config.props) | usable_partitions(
         {P.METADATA_PARTITIONS: table.config.props.get(METADATA_PARTITIONS_INFLIGHT, "")})
+    version = table.config.version
     if not enabled:
-        if declared or mdt.storage.is_dir(""):
+        if declared or mdt.storage.is_dir("") or INDEX_DEFS_PATH in table.config.props:
             _set_partitions(table.storage, None)
+            if INDEX_DEFS_PATH in table.config.props:
+                update_table_config(table.storage, {INDEX_DEFS_PATH: None})
+                table.storage.delete_dir(posixpath.dirname(INDEX_DEFS_FILE))
             mdt.delete()
             log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
         table.reload()
         return
-    if table.config.layout_version != 1:
-        return
+    if version >= 8 and column_stats_groups > 0 and table.config.props.get(P.PARTITION_FIELDS):
+        raise HudiUnsupportedError(
+            f"pyhudi does not write the partition_stats partition of the metadata table, which Hudi 1.x keeps beside "
+            f"column_stats on a partitioned table of version {version} ({table.path}); write without "
+            "hoodie.metadata.index.column.stats.enable, or keep column statistics on a non-partitioned table or "
+            "a table of version 6")
     wanted = {FILES_PARTITION: 1}
     if column_stats_groups > 0:
         wanted[COLUMN_STATS_PARTITION] = column_stats_groups
@@ -252,6 +321,9 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
         lag = mdt.lag(timeline)
         if not lag and all(have.get(p) == n or (p in have and p in (FILES_PARTITION, RECORD_INDEX_PARTITION))
                            for p, n in wanted.items()):
+            if version >= 8 and COLUMN_STATS_PARTITION in wanted:
+                _write_index_definitions(table.storage, wanted, stats_columns=stats_columns,
+                                         schema=table.avro_schema(), version=version)
             table.reload()
             return
         if lag:
@@ -265,5 +337,8 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
     mdt.initialize(timeline, table.config.props,
                    initial_records(table.storage, timeline, wanted, stats_columns=stats_columns),
                    built={RECORD_INDEX_PARTITION: record_index} if record_index is not None else None)
-    _set_partitions(table.storage, ",".join(sorted(wanted)))
+    if version >= 8:
+        _write_index_definitions(table.storage, wanted, stats_columns=stats_columns, schema=table.avro_schema(),
+                                 version=version)
+    _set_partitions(table.storage, ",".join(sorted(wanted)), version=version)
     table.reload()

@@ -43,7 +43,7 @@ def write_groups(mdt: MetadataWriter, instant: str, located: pa.Table, count: in
     for g in range(count):
         part = located.filter(pa.array(groups == g)) if located.num_rows else located
         stats.append(mdt.write_base_cells(instant, PARTITION, file_group_id(FILE_GROUP_PREFIX, g),
-                                          cells(part, instant_ms)))
+                                          cells(part, instant_ms, schema=mdt.record_schema)))
     return stats
 
 

@@ -8,6 +8,14 @@ days, ``DecimalWrapper`` at decimal(30,15), timestamps as ``LongWrapper`` of the
 Hudi 1.x stores dates as ``IntWrapper`` and decimals as ``BytesWrapper`` of the unscaled value.
 Readers interpret a wrapped value by the column's type in the table schema, which reads both.
 
+Records are made in the version-6 shape; :func:`in_version` turns them into what the metadata
+table of a version-8 or version-9 table holds when they are written: version 8 (index version V1)
+adds ``isTightBound`` (false: bounds of a file, not of the rows alive in it); version 9 (column
+statistics index version V2, Hudi 1.1's ``ValueType``) adds ``valueType`` (the ordinal of the
+column's value type, decimals with ``"precision,scale"``) and wraps dates as ``IntWrapper`` days
+and decimals as ``BytesWrapper`` of the unscaled value (big-endian two's complement, as Java's
+``BigInteger.toByteArray``), as the Hudi 1.1 tables in ``tests/data/hudi1x`` show.
+
 For a base file the statistics come from its parquet footer (every top-level primitive column, the
 meta fields included, as Hudi 0.14 indexes them when no column list is configured); for a log
 file from the records its data blocks hold (sizes 0, as Hudi records them), merged over the
@@ -28,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata.files import deleted_base_files
 from pyhudi.metadata.keys import column_id, column_stats_key
 from pyhudi.read.skipping import ColumnRange, footers
@@ -195,6 +204,111 @@ def unwrap(wrapped: Any, kind: pa.DataType | None) -> Any:
     return value
 
 
+#: Hudi 1.1's ``ValueType`` ordinals (``org.apache.hudi.stats.ValueType``)
+VALUE_TYPES = {"null": 1, "boolean": 2, "int": 3, "long": 4, "float": 5, "double": 6, "string": 7, "bytes": 8,
+               "fixed": 9, "decimal": 10, "uuid": 11, "date": 12, "time-millis": 13, "time-micros": 14,
+               "timestamp-millis": 15, "timestamp-micros": 16, "timestamp-nanos": 17,
+               "local-timestamp-millis": 18, "local-timestamp-micros": 19, "local-timestamp-nanos": 20}
+DECIMAL_TYPE = VALUE_TYPES["decimal"]
+#: the meta fields Hudi 1.x indexes by default (``HoodieTableMetadataUtil.getColumnsToIndex``)
+INDEXED_META_FIELDS = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
+#: Hudi 1.x's default of ``hoodie.metadata.index.column.stats.max.columns.to.index``
+MAX_COLUMNS_TO_INDEX = 32
+
+
+def value_types(avro_fields: Iterable[dict]) -> dict[str, dict[str, Any]]:
+    """Column name -> ``HoodieValueTypeInfo`` of every top-level field of an Avro record schema
+    that column statistics can describe (primitives and their logical types)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in avro_fields:
+        kind = f.get("type")
+        if isinstance(kind, list):
+            options = [k for k in kind if k != "null"]
+            kind = options[0] if len(options) == 1 else None
+        if isinstance(kind, str):
+            if kind in VALUE_TYPES:
+                out[f["name"]] = {"typeOrdinal": VALUE_TYPES[kind], "additionalInfo": None}
+            continue
+        if not isinstance(kind, dict) or kind.get("type") in ("record", "array", "map", "enum"):
+            continue
+        logical = kind.get("logicalType")
+        if logical == "decimal":
+            out[f["name"]] = {"typeOrdinal": DECIMAL_TYPE,
+                              "additionalInfo": f"{int(kind['precision'])},{int(kind.get('scale', 0))}"}
+        elif logical in VALUE_TYPES:
+            out[f["name"]] = {"typeOrdinal": VALUE_TYPES[logical], "additionalInfo": None}
+        elif kind.get("type") in VALUE_TYPES:
+            out[f["name"]] = {"typeOrdinal": VALUE_TYPES[kind["type"]], "additionalInfo": None}
+    return out
+
+
+def default_columns(avro_fields: Iterable[dict]) -> list[str]:
+    """The columns Hudi 1.x indexes when no list is configured: three meta fields, then the first
+    32 data columns of a type statistics can describe."""
+    kinds = value_types(avro_fields)
+    data = [name for name in kinds if not name.startswith("_hoodie_")]
+    return [*INDEXED_META_FIELDS, *data[:MAX_COLUMNS_TO_INDEX]]
+
+
+def _unscaled_bytes(value: int) -> bytes:
+    """Java's ``BigInteger.toByteArray``: the shortest big-endian two's complement."""
+    length = max(1, (value + (value < 0)).bit_length() // 8 + 1)
+    return value.to_bytes(length, "big", signed=True)
+
+
+def _to_v2(wrapped: Any, info: dict | None) -> Any:
+    if wrapped is None or info is None:
+        return wrapped
+    name, body = wrapped if isinstance(wrapped, tuple) else ("", wrapped)
+    value: Any = body.get("value") if isinstance(body, dict) else body
+    if name.endswith("DateWrapper") and not name.endswith("LocalDateWrapper"):
+        return _NS + "IntWrapper", {"value": int(value)}
+    if name.endswith("DecimalWrapper"):
+        scale = int(str(info.get("additionalInfo") or "0,0").split(",")[1])
+        unscaled = int(Decimal(value).scaleb(scale).to_integral_value())
+        return _NS + "BytesWrapper", {"value": _unscaled_bytes(unscaled)}
+    return wrapped
+
+
+def in_version(records: Iterable[tuple[str, dict]], table_version: int, avro_fields: Iterable[dict] = (), *,
+               columns: Iterable[str] | None = None) -> list[tuple[str, dict]]:
+    """Column-stats records (version-6 shape) as a metadata table of ``table_version`` holds them
+    (see the module docstring); ``avro_fields``: the table schema's fields (the value types of
+    version 9); ``columns``: keep only statistics of these columns (deletions are kept)."""
+    if table_version < 8:
+        return list(records)
+    # the meta fields (strings) are not in the table schema
+    kinds = {**{m: {"typeOrdinal": VALUE_TYPES["string"], "additionalInfo": None} for m in META_FIELDS},
+             **value_types(avro_fields)} if table_version >= 9 else {}
+    keep = set(columns) if columns is not None else None
+    out = []
+    for key, record in records:
+        stats = dict(record["ColumnStatsMetadata"])
+        column = stats.get("columnName") or ""
+        if keep is not None and column not in keep and not stats.get("isDeleted"):
+            continue
+        stats["isTightBound"] = False
+        if table_version >= 9:
+            info = kinds.get(column)
+            if not stats.get("isDeleted"):
+                stats["minValue"] = _to_v2(stats.get("minValue"), info)
+                stats["maxValue"] = _to_v2(stats.get("maxValue"), info)
+                stats["valueType"] = info
+            else:
+                stats["valueType"] = None
+        out.append((key, {**record, "ColumnStatsMetadata": stats}))
+    return out
+
+
+def _ordered(wrapped: Any, stats: dict) -> Any:
+    """A wrapped bound as a value that orders like the column's (version-9 decimals are bytes)."""
+    value = unwrap(wrapped, None)
+    info = stats.get("valueType") or {}
+    if isinstance(value, bytes) and info.get("typeOrdinal") == DECIMAL_TYPE:
+        return int.from_bytes(value, "big", signed=True)
+    return value
+
+
 def merge(older: dict, newer: dict) -> dict:
     """Two statistics of one file and column, as Hudi merges them (a log file written twice): a
     deletion wins over what came before, otherwise ranges widen and counts add up."""
@@ -204,7 +318,8 @@ def merge(older: dict, newer: dict) -> dict:
     for field, pick in (("minValue", min), ("maxValue", max)):
         a, b = older.get(field), newer.get(field)
         if a is not None and b is not None:
-            out[field] = a if pick(unwrap(a, None), unwrap(b, None)) == unwrap(a, None) else b
+            x, y = _ordered(a, older), _ordered(b, newer)
+            out[field] = a if pick(x, y) == x else b
         else:
             out[field] = a if b is None else b
     for field in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):

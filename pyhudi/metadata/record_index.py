@@ -112,16 +112,17 @@ def decode_file_id(info: dict) -> str:
 
 
 @lru_cache(maxsize=65536)
-def location_value(partition: str, file_id: str, instant_ms: int) -> bytes:
+def location_value(partition: str, file_id: str, instant_ms: int, schema: str = RECORD_SCHEMA) -> bytes:
     """The HFile value of a record index entry: the Avro binary of its ``HoodieMetadataRecord``
-    (``key`` left empty, as Hudi writes it). The same for every key of one file."""
+    (``key`` left empty, as Hudi writes it) in ``schema`` (the MDT's version's). The same for
+    every key of one file."""
     import fastavro
 
     record = {"key": "", "type": TYPE_RECORD_INDEX, "filesystemMetadata": None,
               "recordIndexMetadata": {"partitionName": partition, "instantTime": instant_ms,
                                       **encode_file_id(file_id)}}
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, _parsed_schema(RECORD_SCHEMA), record)
+    fastavro.schemaless_writer(buf, _parsed_schema(schema), record)
     return buf.getvalue()
 
 
@@ -137,9 +138,9 @@ def entry(value: bytes) -> dict:
     return dict(decode_value(value, RECORD_SCHEMA).get("recordIndexMetadata") or {})
 
 
-def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
+def cells(locations: pa.Table, instant_ms: int, *, schema: str = RECORD_SCHEMA) -> CellColumns:
     """HFile cells (key, value) of located keys (columns :data:`KEY`, :data:`LOCATION_PARTITION`,
-    :data:`LOCATION_FILE`), sorted by key; a value is encoded once per file."""
+    :data:`LOCATION_FILE`), sorted by key; a value is encoded once per file, in ``schema``."""
     if locations.num_rows == 0:
         return CellColumns(pa.array([], pa.binary()), pa.array([], pa.binary()))
     ordered = locations.take(pc.sort_indices(locations, sort_keys=[(KEY, "ascending"),
@@ -149,7 +150,7 @@ def cells(locations: pa.Table, instant_ms: int) -> CellColumns:
     pairs = pc.binary_join_element_wise(ordered.column(LOCATION_PARTITION).cast(pa.string()), "\x00",
                                         ordered.column(LOCATION_FILE).cast(pa.string()), "")
     encoded = pc.dictionary_encode(pairs).combine_chunks()
-    values = pa.array([location_value(*str(p).split("\x00", 1), instant_ms)
+    values = pa.array([location_value(*str(p).split("\x00", 1), instant_ms, schema)
                        for p in encoded.dictionary.to_pylist()], pa.binary())
     return CellColumns(ordered.column(KEY).combine_chunks().cast(pa.binary()), values.take(encoded.indices))
 

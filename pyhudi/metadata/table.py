@@ -1,9 +1,10 @@
 """The metadata table (MDT) of a data table, read: its state, its timeline and its records.
 
-``<table>/.hoodie/metadata`` is a merge-on-read table of version 6 whose partitions (``files``,
-``column_stats``, ``bloom_filters``, ``record_index``) are HFile base files and HFile log blocks
-(:mod:`pyhudi.metadata.files` decodes them). Readers trust only the blocks of MDT delta commits
-whose data instant completed, so a data write that failed after its MDT delta commit shows nothing.
+``<table>/.hoodie/metadata`` is a merge-on-read table of the data table's version (6, 8 or 9)
+whose partitions (``files``, ``column_stats``, ``bloom_filters``, ``record_index``) are HFile base
+files and HFile log blocks (:mod:`pyhudi.metadata.files` decodes them). Readers trust only the
+blocks of MDT delta commits whose data instant completed, so a data write that failed after its
+MDT delta commit shows nothing.
 
 This module only reads, so that :class:`pyhudi.table.table.HudiTable` can list files through it;
 the writer (initialization, delta commits, the MDT's own compaction, clean and archival) stands
@@ -22,6 +23,7 @@ from pyhudi.io.file_names import parse_base_file, slice_key
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.files import (
     FILES_PARTITION,
+    INIT_INSTANT_PREFIX,
     METADATA_FOLDER,
     FileListing,
     MdtSlice,
@@ -31,6 +33,7 @@ from pyhudi.metadata.files import (
     read_files_partition,
     read_partition,
 )
+from pyhudi.metadata.schema import schema_of
 from pyhudi.storage import FileInfo, Storage
 from pyhudi.timeline.commit_metadata import WriteStat
 from pyhudi.timeline.instant import CLEAN, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK
@@ -62,6 +65,9 @@ KEYGEN_CLASS = "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
 FILE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE)
 #: MDT archival window (Hudi's hoodie.metadata.keep.min.commits / keep.max.commits)
 KEEP_MIN, KEEP_MAX = 20, 30
+#: the order in which Hudi 1.x initializes partitions (``MetadataPartitionType``), each at its own
+#: reserved instant ``00000000000000000``, ``...001``, ... (version 8 and later)
+INIT_ORDER = (FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION)
 
 
 def hfile_name(instant: str, file_group: str = FILE_GROUP) -> str:
@@ -85,6 +91,20 @@ class MetadataTable:
         self._layout_version = layout_version
         #: what the last :meth:`exists` read of ``hoodie.properties``, for the timeline made next
         self._read: tuple[bytes | None] | None = None
+        self._version: int | None = None
+
+    @property
+    def table_version(self) -> int:
+        """The MDT's table version (that of its data table), read once from its properties."""
+        if self._version is None:
+            config = read_table_config(self.storage)
+            self._version = config.version if config is not None else 6
+        return self._version
+
+    @property
+    def record_schema(self) -> str:
+        """The record schema text this MDT's files are written in."""
+        return schema_of(self.table_version)
 
     # -- state ---------------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -103,7 +123,10 @@ class MetadataTable:
             config = table_config_of(self.storage, read[0]) if read is not None and read[0] is not None else None
             if config is None and (read is None or read[0] is not None):  # not read yet, or damaged
                 config = read_table_config(self.storage)
-            self._timeline = Timeline(self.storage, layout_version=config.layout_version if config else 1)
+            self._timeline = Timeline(self.storage, layout_version=config.layout_version if config else 1,
+                                      utc=config.utc_timeline if config else False)
+            if config is not None and self._version is None:
+                self._version = config.version
         return self._timeline
 
     def completed(self) -> dict[str, str | None]:
@@ -147,6 +170,14 @@ class MetadataTable:
         if base is None:
             return ["(no base file)"]
         applied = {i.timestamp for i in self.timeline.completed([DELTA_COMMIT])}
+        if self.timeline.layout_version >= 2:
+            # partitions are initialized at reserved times below every data instant: what they
+            # listed is every data instant completed before their initialization completed
+            inits = [i.completion_time or "" for i in self.timeline.completed([DELTA_COMMIT])
+                     if i.timestamp.startswith(INIT_INSTANT_PREFIX)]
+            listed_by = max(inits, default="")
+            return [i.timestamp for i in data_timeline.completed(FILE_ACTIONS)
+                    if (i.completion_time or "") > listed_by and i.timestamp not in applied]
         return [i.timestamp for i in data_timeline.completed(FILE_ACTIONS)
                 if i.timestamp > base and i.timestamp not in applied]
 

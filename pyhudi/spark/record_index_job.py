@@ -224,7 +224,7 @@ def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: lis
 
     def write(mdt: MetadataWriter, group: int, changed: pa.Table) -> WriteStat:
         located, deleted = R.resolve(changed)
-        cells = R.cells(located, R.instant_millis(instant, utc=utc))
+        cells = R.cells(located, R.instant_millis(instant, utc=utc), schema=mdt.record_schema)
         return mdt.write_log_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group), bases[group],
                                    cells, deleted)
 
@@ -261,7 +261,7 @@ def builder(spark: SparkSession, table: HudiTable, cfg: HudiConfig, spec: MergeS
 
             def write(mdt: MetadataWriter, group: int, rows: pa.Table) -> WriteStat:
                 return mdt.write_base_cells(instant, R.PARTITION, file_group_id(R.FILE_GROUP_PREFIX, group),
-                                            R.cells(rows, instant_ms))
+                                            R.cells(rows, instant_ms, schema=mdt.record_schema))
 
             written = _per_group(_with_group(located, count), count, storage, write)
         finally:
