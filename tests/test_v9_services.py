@@ -345,7 +345,9 @@ def test_archival_into_the_lsm_history_then_reads(spark, tmp_path):
     scan = {"hoodie.datasource.read.incr.fallback.fulltablescan.enable": "true"}
     assert pull(archived_completion, **scan) == sorted(set(history[3][1]) - set(history[0][1]))
     assert pull(history[0][0], **scan) == sorted(history[3][1])  # write 0 completed after its own time
-    assert {r["key"] for r in hudi_rs_rows(path, as_of=history[-1][0])} == set(history[-1][1])
+    # hudi-rs (0.5.0) keeps base files of archived commits and time-travels into them too
+    for instant, rows in (history[0], history[-1]):
+        assert {r["key"]: r["v"] for r in hudi_rs_rows(path, as_of=instant)} == {k: v[2] for k, v in rows.items()}
     # a second archival publishes manifest 2; two layer-0 files are compacted into layer 1 (batch size 2)
     for b in range(4, 6):
         write(spark, path, model, [(f"k{b}-{i}", f"p{i % 2}", b, f"b{b}") for i in range(2)], opts, "insert")
