@@ -31,7 +31,8 @@ def run_clean(table: HudiTable, instant: str, *, complete: Complete) -> CleanRes
     plan_bytes = table.storage.read_bytes(requested)
     plan = CleanPlan.from_avro(read_record(plan_bytes))
     if not timeline.has_state(instant, State.INFLIGHT, CLEAN):
-        timeline.transition_inflight(instant, CLEAN, plan_bytes)
+        # Hudi 0.x copies the plan into the inflight file; 1.x (timeline layout 2) leaves it empty
+        timeline.transition_inflight(instant, CLEAN, plan_bytes if timeline.layout_version < 2 else b"")
     storage = table.storage
     # a savepoint taken after the plan was written protects its files from the plan too
     saved = savepointed_files(timeline)

@@ -14,7 +14,7 @@ from pyhudi.config import HudiConfig
 from pyhudi.plans.clustering import read_clustering_plan
 from pyhudi.services.clustering import schedule_clustering
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import REPLACE_COMMIT, State
+from pyhudi.timeline.instant import CLUSTERING, REPLACE_COMMIT, State
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,7 +56,7 @@ def show_clusterings(table: HudiTable, instant: str | None) -> str:
             f"\nsorted by {sort}"
     rows = []
     for inst in timeline.instant_files:
-        if inst.action != REPLACE_COMMIT or inst.state != State.REQUESTED:
+        if inst.action not in (REPLACE_COMMIT, CLUSTERING) or inst.state != State.REQUESTED:
             continue
         plan = read_clustering_plan(timeline, inst.timestamp)
         if plan is None:

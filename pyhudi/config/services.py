@@ -162,6 +162,10 @@ KEEP_MAX_COMMITS = option(
     "hoodie.keep.max.commits", 30,
     "Commits on the active timeline that trigger archival (down to hoodie.keep.min.commits).",
     parse_positive_int)
+TIMELINE_COMPACTION_BATCH_SIZE = option(
+    "hoodie.timeline.compaction.batch.size", 10,
+    "Table versions 8 and 9: files of one layer of the archived (LSM) timeline merged into one file of the next "
+    "layer once that many have gathered (at least 2).", parse_positive_int)
 ARCHIVE_BEYOND_SAVEPOINT = option(
     "hoodie.archive.beyond.savepoint", False,
     "Archive instants newer than the oldest savepoint (savepointed commits themselves stay).", parse_bool)

@@ -1,5 +1,7 @@
 """Clustering plans: the file groups a clustering rewrites, as Hudi records them in
-``T.replacecommit.requested``, their readers, and what they mean for writes that touch those groups.
+``T.replacecommit.requested`` (table version 6) or ``T.clustering.requested`` (versions 8 and 9,
+timeline layout 2, where a clustering is pending as a ``clustering`` instant and completes as a
+``replacecommit``), their readers, and what they mean for writes that touch those groups.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pyhudi.errors import HudiClusteringUpdateError
 from pyhudi.io.file_names import log_path_order
 from pyhudi.read.merge import SliceToRead
 from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_record, write_record
-from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
+from pyhudi.timeline.instant import CLUSTERING, REPLACE_COMMIT, Instant, State
 from pyhudi.timeline.timeline import Timeline
 
 MB = 1024 * 1024
@@ -67,9 +69,27 @@ class ClusteringPlan:
                                             "strategyParams": dict(self.strategy_params), "version": 1}}})
 
 
+def plan_action(timeline: Timeline) -> str:
+    """The action a clustering is pending as: ``clustering`` in timeline layout 2 (Hudi 1.x's
+    ``saveToPendingClusterCommit``), ``replacecommit`` before."""
+    return CLUSTERING if timeline.layout_version >= 2 else REPLACE_COMMIT
+
+
+def requested_plan_file(timeline: Timeline, instant_time: str) -> Instant:
+    """The requested file holding the plan of clustering ``instant_time``: a ``clustering``
+    instant in layout 2, unless the timeline holds a replacecommit plan of that time (a table
+    upgraded from version 6 by a writer that kept it)."""
+    if timeline.layout_version >= 2:
+        legacy = Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)
+        if legacy not in timeline.instant_files:
+            return Instant(instant_time, State.REQUESTED, CLUSTERING)
+        return legacy
+    return Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)
+
+
 def read_clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPlan | None:
-    """The clustering plan of a pending replacecommit; None when it is another replace (an overwrite)."""
-    requested = Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)
+    """The clustering plan of a pending clustering; None when it is another replace (an overwrite)."""
+    requested = requested_plan_file(timeline, instant_time)
     try:
         data = timeline.storage.read_bytes(timeline.path_of(requested))
     except FileNotFoundError:
@@ -114,9 +134,10 @@ def _without_scheme(path: str) -> str:
 
 
 def pending_clusterings(timeline: Timeline) -> list[tuple[Instant, ClusteringPlan]]:
-    """Pending replacecommits that are clustering plans, oldest first."""
+    """Pending clusterings (replacecommits that are clustering plans; ``clustering`` instants in
+    layout 2), oldest first."""
     out = []
-    for inst in timeline.pending([REPLACE_COMMIT]):
+    for inst in timeline.pending([REPLACE_COMMIT, CLUSTERING]):
         plan = read_clustering_plan(timeline, inst.timestamp)
         if plan is not None:
             out.append((inst, plan))
@@ -132,11 +153,13 @@ def writes_since_plan(timeline: Timeline, instant_time: str, plan: ClusteringPla
     """Completed writes that had not completed when the plan ``instant_time`` was made."""
     out = []
     # Hudi's plan has no record of the writes under way: a write after it, or one completed after it was written
-    planned_at = timeline.mtime_ns(Instant(instant_time, State.REQUESTED, REPLACE_COMMIT)) or 0
+    planned_at = timeline.mtime_ns(requested_plan_file(timeline, instant_time)) or 0
     for w in timeline.completed_writes():
         if w.timestamp == instant_time:
             continue
-        if plan.last_completed is None:
+        if plan.last_completed is None and w.completion_time:  # layout 2: completed after the plan's time
+            after = w.timestamp > instant_time or w.completion_time > instant_time
+        elif plan.last_completed is None:
             after = w.timestamp > instant_time or (timeline.mtime_ns(w) or 0) >= planned_at
         else:
             after = w.timestamp > plan.last_completed or w.timestamp in plan.pending_writes

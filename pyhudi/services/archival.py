@@ -2,7 +2,10 @@
 
 Every reader and writer lists ``.hoodie/`` and parses what it finds, so the active timeline must
 stay small. Once it holds more than ``hoodie.keep.max.commits`` completed commits, the oldest are
-moved (with all their states) into the archive log, down to ``hoodie.keep.min.commits``. Data files
+moved (with all their states) into the archive log, down to ``hoodie.keep.min.commits``. On table
+versions 8 and 9 the archive is the LSM history of ``.hoodie/timeline/history/`` (one layer-0
+parquet file and manifest per run, then the instants' timeline files go, then the layers are
+compacted by ``hoodie.timeline.compaction.batch.size``; :mod:`pyhudi.timeline.lsm_history`). Data files
 of archived commits stay valid: readers treat instants older than the active timeline as committed.
 
 What archival must never pass (Hudi's ``HoodieTimelineArchiver`` rules):
@@ -51,6 +54,9 @@ def validate(cfg: HudiConfig) -> None:
     if keep_max <= keep_min:
         raise HudiConfigError(f"increase hoodie.keep.max.commits ({keep_max}) to be greater than "
                               f"hoodie.keep.min.commits ({keep_min})")
+    if cfg.get(C.TIMELINE_COMPACTION_BATCH_SIZE) < 2:
+        raise HudiConfigError(f"{C.TIMELINE_COMPACTION_BATCH_SIZE.key} must be at least 2 (files merged into one of "
+                              "the next layer of the archived timeline)")
 
 
 def keep_window(cfg: HudiConfig) -> tuple[int, int]:
@@ -112,6 +118,12 @@ def _completed_since_oldest_pending_write(table: HudiTable, commits: list) -> st
     started, whatever their instant times; those must stay on the active timeline until it ends.
     """
     timeline = table.timeline
+    if timeline.layout_version >= 2:  # completion times are in the names: what completed after the write began
+        oldest_pending = min((i.timestamp for i in timeline.pending(WRITE_ACTIONS)), default=None)
+        if oldest_pending is None:
+            return None
+        later = [c.timestamp for c in commits if (c.completion_time or c.timestamp) > oldest_pending]
+        return min(later) if later else None
     mtimes = {info.name: info.mtime_ns for info in table.storage.list_files(timeline.folder)}
     starts = [mtimes.get(i.with_state(State.REQUESTED).file_name(timeline.layout_version))
               for i in timeline.pending(WRITE_ACTIONS)]
@@ -166,7 +178,7 @@ def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     if not chosen:
         return []
     archive_instants(table.storage, table.timeline, chosen, folder=archive_folder(table.storage),
-                     utc=table.config.utc_timeline)
+                     utc=table.config.utc_timeline, compaction_batch_size=cfg.get(C.TIMELINE_COMPACTION_BATCH_SIZE))
     table.timeline.reload()
     log.info("archived %d instants (%s .. %s)", len(chosen), chosen[0], chosen[-1])
     return chosen

@@ -17,7 +17,8 @@ rollback may need the slice before it). File groups retired by a replace commit 
 once the replace commit is older than the ECTR.
 
 A clean is three timeline files: ``T.clean.requested`` (HoodieCleanerPlan: the files to delete),
-``T.clean.inflight`` (the same plan, written before any deletion) and ``T.clean``
+``T.clean.inflight`` (the same plan, written before any deletion; empty in timeline layout 2, as
+Hudi 1.x leaves it) and ``T.clean``
 (HoodieCleanMetadata: what was deleted). A clean that died after its plan is finished by the next
 one, from the plan, so no file is ever forgotten half-deleted.
 """

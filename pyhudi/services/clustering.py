@@ -1,12 +1,14 @@
 """Clustering: small file groups rewritten into fewer, larger ones, ordered for the queries.
 
-Scheduling writes ``T.replacecommit.requested`` holding a ``HoodieRequestedReplaceMetadata`` with
-operation ``CLUSTER`` and a ``HoodieClusteringPlan``: groups of file slices, each read and
-rewritten by one task. The plan follows Hudi's size-based strategy: in every considered partition,
-the slices whose base file is under ``...small.file.limit`` (none pending in another plan), largest
-first, are packed into groups of at most ``...max.bytes.per.group``, each to be written as about
-``size / ...target.file.max.bytes`` files; at most ``...max.num.groups`` groups. Running the plan
-(:mod:`pyhudi.spark.clustering_job`) completes ``T.replacecommit`` naming the input file groups in
+Scheduling writes ``T.replacecommit.requested`` (``T.clustering.requested`` on table versions 8
+and 9, whose timeline has a ``clustering`` action for pending clusterings) holding a
+``HoodieRequestedReplaceMetadata`` with operation ``CLUSTER`` and a ``HoodieClusteringPlan``:
+groups of file slices, each read and rewritten by one task. The plan follows Hudi's size-based
+strategy: in every considered partition, the slices whose base file is under
+``...small.file.limit`` (none pending in another plan), largest first, are packed into groups of
+at most ``...max.bytes.per.group``, each to be written as about ``size / ...target.file.max.bytes``
+files; at most ``...max.num.groups`` groups. Running the plan (:mod:`pyhudi.spark.clustering_job`)
+completes ``T.replacecommit`` (``T_C.replacecommit`` in layout 2) naming the input file groups in
 ``partitionToReplaceFileIds``; until then readers see the old groups.
 
 Writers meeting a pending plan follow ``hoodie.clustering.updates.strategy``. Under Hudi's default
@@ -45,12 +47,13 @@ from pyhudi.plans.clustering import (
     allows_updates,
     clustering_file_groups,
     pending_clusterings,
+    plan_action,
     update_refused,
 )
 from pyhudi.plans.compaction import pending_file_groups
 from pyhudi.table.fs_view import FileSlice, FileSystemView
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State, new_instant_time
+from pyhudi.timeline.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State, new_instant_time
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
 from pyhudi.transaction.lock import TableLock
@@ -183,7 +186,7 @@ def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
         plan = dataclasses.replace(plan, last_completed=last.timestamp if last else "",
                                    pending_writes=tuple(i.timestamp for i in timeline.pending_writes()))
         instant = new_instant_time(after=timeline.last_instant_time(), utc=table.config.utc_timeline)
-        timeline.create_requested(instant, REPLACE_COMMIT, plan.to_bytes(table.storage.uri("")))
+        timeline.create_requested(instant, plan_action(timeline), plan.to_bytes(table.storage.uri("")))
         return instant
 
 
@@ -191,7 +194,8 @@ def clustering_due(timeline: Timeline, cfg: HudiConfig, *, max_commits: int | No
                    since: str = "") -> bool:
     """Whether ``max_commits`` (default ``hoodie.clustering.inline.max.commits``) writes completed
     since the last clustering (and since ``since``: a plan of the caller's that was rolled back)."""
-    last = max([i.timestamp for i in timeline.instants() if i.action == REPLACE_COMMIT and timeline.is_clustering(i)]
+    last = max([i.timestamp for i in timeline.instants()
+                if i.action == CLUSTERING or (i.action == REPLACE_COMMIT and timeline.is_clustering(i))]
                + [since])
     writes = [i for i in timeline.completed([COMMIT, DELTA_COMMIT, REPLACE_COMMIT]) if i.timestamp > last]
     return len(writes) >= (max_commits or cfg.get(C.CLUSTERING_INLINE_MAX_COMMITS))

@@ -19,7 +19,7 @@ from pyhudi.plans.savepoint import Savepoint, savepoint_of
 from pyhudi.read.retention import Retention
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import SAVEPOINT_METADATA, write_record
-from pyhudi.timeline.instant import SAVEPOINT, Instant, State
+from pyhudi.timeline.instant import SAVEPOINT, State
 from pyhudi.transaction.lock import under_table_lock
 
 
@@ -57,8 +57,8 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
     }
     if not timeline.has_state(instant, State.INFLIGHT, SAVEPOINT):  # else a creation that died: finish it
         timeline.transition_inflight(instant, SAVEPOINT)
-    CommitPoint.of(table, cfg).complete(timeline, instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
-    return savepoint_of(timeline, Instant(instant, State.COMPLETED, SAVEPOINT))
+    done = CommitPoint.of(table, cfg).complete(timeline, instant, SAVEPOINT, write_record(SAVEPOINT_METADATA, record))
+    return savepoint_of(timeline, done)  # in layout 2 the completed file's name carries its completion time
 
 
 @under_table_lock

@@ -7,7 +7,8 @@ file and log blocks) with pyarrow, orders the records
 range-partitioned into its planned number of files and sorted by Spark (:func:`ordered_by_spark`),
 which spills where one task's memory would not hold it. Either way each record keeps its commit
 time and sequence number (``hoodie.clustering.preserve.commit.metadata``). The driver then completes
-``T.replacecommit`` (operation ``CLUSTER``) retiring the input groups, under the table lock; the
+``T.replacecommit`` (operation ``CLUSTER``; ``T_C.replacecommit`` after ``T.clustering.inflight``
+on table versions 8 and 9) retiring the input groups, under the table lock; the
 record index, where the table keeps one, learns the keys' new file groups in the same step.
 
 A plan whose earlier attempt died (its instant inflight, its heartbeat expired) is re-attempted:
@@ -46,6 +47,7 @@ from pyhudi.plans.clustering import (
     describe_groups,
     pending_clusterings,
     read_clustering_plan,
+    requested_plan_file,
 )
 from pyhudi.read.merge import MergeSpec, Visibility, read_slice
 from pyhudi.services.clustering import clustering_due, schedule_clustering
@@ -57,7 +59,7 @@ from pyhudi.spark.worker import map_in_arrow, per_item
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import BaseFile, FileSlice, LogFile
 from pyhudi.table.table import HudiTable
-from pyhudi.timeline.instant import REPLACE_COMMIT, Instant, State
+from pyhudi.timeline.instant import REPLACE_COMMIT, State
 from pyhudi.timeline.timeline import Timeline
 from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_age, is_alive
 from pyhudi.transaction.lock import TableLock
@@ -99,7 +101,7 @@ def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
             remove_marked_files(table.storage, instant_time)  # what an earlier attempt wrote before it died
             log.warning("re-attempting clustering %s", instant_time)
         else:
-            timeline.transition_inflight(instant_time, REPLACE_COMMIT, b"")
+            timeline.transition_inflight(instant_time, requested_plan_file(timeline, instant_time).action, b"")
         heartbeat = Heartbeat(table.storage, instant_time, policy).start()
     try:
         return _execute(spark, table, cfg, lock, instant_time, plan, started)
@@ -164,7 +166,8 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     def no_conflicts(timeline: Timeline) -> None:
         conflicts = clustering_conflicts(timeline, instant_time, plan)
         if conflicts:
-            rollback_instant(table.storage, timeline, Instant(instant_time, State.INFLIGHT, REPLACE_COMMIT),
+            pending = requested_plan_file(timeline, instant_time).with_state(State.INFLIGHT)
+            rollback_instant(table.storage, timeline, pending,
                              complete=point.complete, utc=table.config.utc_timeline)
             shown = "; ".join(f"{w} wrote {describe_groups(groups)}" for w, groups in sorted(conflicts.items())[:3])
             raise HudiWriteConflictError(

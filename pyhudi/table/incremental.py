@@ -30,6 +30,7 @@ from pyhudi.read.retention import Retention
 from pyhudi.table.fs_view import completion_of
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import Instant
+from pyhudi.timeline.lsm_history import LSMHistory, has_history
 
 #: Hudi's spelling of "from the beginning of the timeline"
 EARLIEST = "00000000000000000"
@@ -80,7 +81,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
                 "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
         writes = [w for w in writes if w.timestamp < hole]
     if by_completion:
-        writes = sorted(writes, key=_when)
+        writes = sorted([*writes, *_archived_writes(table, start, writes)], key=_when)
     stop = parse_query_instant(end) if end is not None else max(_when(writes[-1]) if writes else start, start)
     if stop < start:
         raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")
@@ -122,6 +123,17 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
             "(records rewritten after the range are then left out)")
     return IncrementalPlan(start, stop, tuple(w.timestamp for w in in_range), frozenset(groups), reason,
                            by_completion=by_completion)
+
+
+def _archived_writes(table: HudiTable, start: str, active: list[Instant]) -> list[Instant]:
+    """Layout 2: the writes archived into the LSM history, with their completion times, when the
+    pull begins before the active timeline, so that the range (and a full-scan fallback's filter on
+    its instants) counts the archived writes that completed after ``start``."""
+    first = table.timeline.first_data_instant_time()
+    if first is None or start >= first or not has_history(table.storage):
+        return []
+    known = {w.timestamp for w in active}
+    return [w for w in LSMHistory(table.storage).completed_writes() if w.timestamp not in known]
 
 
 def _when(write: Instant) -> str:

@@ -89,6 +89,7 @@ from pyhudi.timeline.instant import (
     Instant,
     State,
 )
+from pyhudi.timeline.lsm_history import COMPACTION_BATCH_SIZE as LSM_COMPACTION_BATCH_SIZE
 from pyhudi.timeline.lsm_history import LSMHistory, archive_active, has_history, history_folder, history_folder_of
 from pyhudi.timeline.timeline import META_FOLDER, Timeline
 
@@ -354,7 +355,8 @@ def _target_file(storage: Storage, folder: str, append: bool) -> tuple[str, bool
 
 def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[str], *,
                      append: bool = False, batch_size: int = ARCHIVAL_BATCH_SIZE,
-                     folder: str = ARCHIVE_FOLDER, utc: bool = False) -> ArchiveResult:
+                     folder: str = ARCHIVE_FOLDER, utc: bool = False,
+                     compaction_batch_size: int = LSM_COMPACTION_BATCH_SIZE) -> ArchiveResult:
     """Move the given completed instants from the active timeline into the archived timeline.
 
     Writes one ``HoodieArchivedMetaEntry`` per instant file (requested, inflight, completed) into
@@ -367,8 +369,9 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
 
     On a layout-2 timeline (table versions 8 and 9) the instants go to the LSM history as one
     layer-0 file and snapshot, the active files are deleted in the same order, and the history is
-    compacted (:func:`pyhudi.timeline.lsm_history.archive_active`); ``append``, ``batch_size`` and
-    ``utc`` do not apply there.
+    compacted (:func:`pyhudi.timeline.lsm_history.archive_active`, merging a layer once it holds
+    ``compaction_batch_size`` files, ``hoodie.timeline.compaction.batch.size``); ``append``,
+    ``batch_size`` and ``utc`` do not apply there.
 
     Crash safety comes from the order of steps. The archive is complete before anything is
     deleted, so a crash leaves the instants on the active timeline (a later run archives them
@@ -390,7 +393,7 @@ def archive_instants(storage: Storage, timeline: Timeline, instants: Iterable[st
         return ArchiveResult("", False, [], [])
     if timeline.layout_version >= 2:  # versions 8 and 9: the LSM history
         lsm_folder = folder if folder != ARCHIVE_FOLDER else history_folder(storage)
-        done = archive_active(storage, timeline, files, folder=lsm_folder)
+        done = archive_active(storage, timeline, files, folder=lsm_folder, batch_size=compaction_batch_size)
         written = f"{lsm_folder}/{done.file}" if done.file else ""
         return ArchiveResult(written, False, files, done.deleted)
     records = []

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
 from pyhudi.timeline import commit_avro
+from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_record, write_record
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.timeline.instant import (
     CLUSTERING,
@@ -65,6 +66,7 @@ class Timeline:
         self._files: list[Instant] = []
         self._stamps: dict[Instant, tuple[int, int]] = {}
         self._clustering: dict[str, bool] = {}  # replacecommit time -> whether it is a clustering
+        self._replace_ops: dict[str, str] = {}  # requested replacecommit time -> its operation (layout 2)
         self.reload()
 
     def reload(self) -> Timeline:
@@ -238,11 +240,32 @@ class Timeline:
         Avro (a completed replace commit as ``HoodieReplaceCommitMetadata``), everything else as
         given (plans and other metadata are Avro in both layouts; a requested replace commit
         holds its Avro plan)."""
+        if self.layout_version >= 2 and instant.action == REPLACE_COMMIT and not instant.is_completed:
+            content = self._pending_replace(instant, content)
         if self.layout_version < 2 or instant.action not in WRITE_ACTIONS or not content.lstrip().startswith(b"{"):
             return content
         if instant.state == State.REQUESTED:
             return content
         return commit_avro.encode(content, replace=instant.action == REPLACE_COMMIT and instant.is_completed)
+
+    def _pending_replace(self, instant: Instant, content: bytes) -> bytes:
+        """A pending replace commit's file in layout 2, as Hudi 1.x's writers leave it: an
+        overwrite's ``T.replacecommit.requested`` is a HoodieRequestedReplaceMetadata with every
+        field null (``createRequestedCommitWithReplaceMetadata``; a delete_partition keeps its
+        operation type, clusterings are ``clustering`` instants), and an inflight that would be
+        empty is a HoodieCommitMetadata of the write's operation."""
+        if instant.state == State.REQUESTED:
+            op = read_record(content, source=self.path_of(instant)).get("operationType") if content else None
+            if op:
+                self._replace_ops[instant.timestamp] = op
+            if op in (None, "INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE"):
+                return write_record(REQUESTED_REPLACE_METADATA_FULL, {
+                    "operationType": None, "clusteringPlan": None, "extraMetadata": None, "version": None})
+            return content
+        if content.strip():
+            return content
+        return commit_avro.encode(CommitMetadata(operation_type=self._replace_ops.get(instant.timestamp, "UNKNOWN")),
+                                  replace=False)
 
     def completion_time(self) -> str:
         """A completion time for an instant completing now (layout 2): later than every instant

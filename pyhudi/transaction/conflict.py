@@ -10,7 +10,11 @@ groups (an overwrite) conflicts with any compaction pending on them.
 
 "Completed after this write started" is decided by the set of instants that were completed when
 the write requested its instant (recorded under the lock), not by instant times: a write that
-started earlier but completed later is a candidate too. With the bucket index two writers that
+started earlier but completed later is a candidate too. On timeline layout 2 (table versions 8
+and 9) completed instants carry their completion time, and as in Hudi 1.x's
+``SimpleConcurrentFileWritesConflictResolutionStrategy`` the candidates are the instants whose
+completion time is after this write's instant time (and any not in the snapshot, so a writer whose
+clock lags is still checked against what it did not see). With the bucket index two writers that
 created different file groups for one bucket conflict as well (Hudi's
 ``BucketIndexConcurrentFileWritesConflictResolutionStrategy``).
 """
@@ -86,7 +90,10 @@ def find_conflicts(timeline: Timeline, start: TimelineSnapshot, instant: str, mi
             conflicts.append(Conflict(inst, action, tuple(both)))
 
     for other in timeline.completed_writes():
-        if other.timestamp in start.completed or other.timestamp == instant:
+        if other.timestamp == instant:
+            continue
+        after_start = other.completion_time is not None and other.completion_time > instant
+        if other.timestamp in start.completed and not after_start:
             continue
         meta = timeline.commit_metadata(other)
         if meta.operation_type == "COMPACT" and other.timestamp < instant:

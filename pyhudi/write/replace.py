@@ -25,7 +25,11 @@ REPLACE_OPERATIONS = {"insert_overwrite": INSERT_OVERWRITE, "insert_overwrite_ta
 
 
 def requested_replace(operation_type: str) -> bytes:
-    """The ``replacecommit.requested`` content (``HoodieRequestedReplaceMetadata``) of a replace write."""
+    """The ``replacecommit.requested`` content (``HoodieRequestedReplaceMetadata``) of a replace write.
+
+    On table versions 8 and 9 the timeline stores an overwrite's requested file with every field
+    null, as Hudi 1.x does (:meth:`pyhudi.timeline.timeline.Timeline._pending_replace`); a
+    delete_partition keeps its operation type there, as Hudi 1.x's ``startDeletePartitionCommit``."""
     return write_record(REQUESTED_REPLACE_METADATA, {
         "operationType": operation_type, "clusteringPlan": None, "extraMetadata": {}, "version": 1})
 
