@@ -27,6 +27,7 @@ from pyhudi.config.support import (  # noqa: F401 -- keys and limits of hoodie.p
     LAYOUT_VERSION,
     MERGE_MODE,
     MERGE_PROPERTY_PREFIX,
+    METADATA_PARTITIONS,
     ORDERING_FIELDS,
     PARTIAL_UPDATE_MODE,
     PAYLOAD_CLASS,
@@ -58,7 +59,6 @@ CREATE_SCHEMA = "hoodie.table.create.schema"
 BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 ARCHIVE_FOLDER = "hoodie.archivelog.folder"
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
-METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 CHECKSUM = "hoodie.table.checksum"
 MULTIPLE_BASE_FORMATS = "hoodie.table.multiple.base.file.formats.enable"
 

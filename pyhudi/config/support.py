@@ -43,6 +43,10 @@ MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
 CDC_ENABLED = "hoodie.table.cdc.enabled"
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+#: metadata-table partitions of indexes users create (CREATE INDEX), which pyhudi does not maintain
+USER_INDEX_PREFIXES = ("secondary_index_", "expr_index_")
 
 #: Newest table version of Apache Hudi (1.1); a table claiming a later one has a format pyhudi cannot know.
 HIGHEST_TABLE_VERSION = 9
@@ -165,14 +169,23 @@ def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
 
 def check_writable(props: Mapping[str, str], name: str, action: str) -> None:
     """Refuse ``action`` (a write or a table service) on a table pyhudi does not write: another
-    table version than it writes, or change data capture (Hudi writes change data files with every
-    write and compaction, and its cleaner and rollbacks remove them with the data files)."""
+    table version than it writes, change data capture (Hudi writes change data files with every
+    write and compaction, and its cleaner and rollbacks remove them with the data files), or
+    metadata-table indexes a user created that pyhudi does not maintain (secondary and expression
+    indexes: writing on would leave them stale, dropping them would take the user's index away)."""
     version = _version(props)
     if version not in WRITE_VERSIONS:
         raise HudiUnsupportedError(
             f"{action} refused: table {name} has {VERSION}={props.get(VERSION)}, and pyhudi writes table versions "
             f"{', '.join(map(str, WRITE_VERSIONS))} (it reads version {version}); nothing was written. Write it with "
             "Apache Hudi of that version")
+    indexes = [p for key in (METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT)
+               for p in props.get(key, "").split(",") if p.strip().startswith(USER_INDEX_PREFIXES)]
+    if indexes:
+        raise HudiUnsupportedError(
+            f"{action} refused: table {name} has the metadata-table index {indexes[0].strip()}, which pyhudi does not "
+            "maintain (it keeps files, column_stats, bloom_filters, record_index and partition_stats); nothing was "
+            f"written. Drop the index with Apache Hudi (DROP INDEX) to write with pyhudi, or {_USE_HUDI}")
     if props.get(CDC_ENABLED, "false").strip().lower() == "true":
         raise HudiUnsupportedError(
             f"{action} refused: table {name} has {CDC_ENABLED}=true: its writes and table services must also write "
