@@ -22,7 +22,6 @@ from pyspark.sql import types as T
 import pyhudi
 from pyhudi.cli.metadata import validate, validate_text
 from pyhudi.config.properties import parse_properties
-from pyhudi.errors import HudiUnsupportedError
 from pyhudi.metadata.table import MetadataTable
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT
 
@@ -245,12 +244,3 @@ def test_rollback_and_disabling_keep_the_v9_metadata_table_right(spark, tmp_path
     assert not (Path(path) / ".hoodie" / ".index_defs").exists()
     pyhudi.write(spark.createDataFrame([("y", "p1", 8)], SCHEMA), path, opts)
     _check(spark, path, {**before, "z": 7, "y": 8})
-
-
-def test_column_statistics_of_a_partitioned_v9_table_are_refused_without_partition_stats(spark, tmp_path):
-    """Hudi 1.x keeps partition_stats beside column_stats on a partitioned table; pyhudi does not
-    write it, so it refuses the combination by name rather than keep a metadata table Hudi would not."""
-    opts = {**BASE, "hoodie.datasource.write.partitionpath.field": "p", "hoodie.write.table.version": "9",
-            "hoodie.metadata.index.column.stats.enable": "true"}
-    with pytest.raises(HudiUnsupportedError, match="partition_stats"):
-        pyhudi.write(spark.createDataFrame([("a", "x", 1)], SCHEMA), str(tmp_path / "t"), opts)

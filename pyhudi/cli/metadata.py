@@ -11,11 +11,12 @@ import posixpath
 from dataclasses import dataclass, field
 
 from pyhudi.cli.common import table_text
+from pyhudi.commit.partition_stats_build import latest_files
 from pyhudi.commit.record_index_build import live_locations
 from pyhudi.errors import HudiTableNotFoundError
 from pyhudi.io.base_file import BLOOM_FILTER_KEY
 from pyhudi.io.file_names import parse_base_file, parse_log_file
-from pyhudi.metadata import bloom_filters, column_stats
+from pyhudi.metadata import bloom_filters, column_stats, partition_stats
 from pyhudi.metadata import record_index as R
 from pyhudi.metadata.files import METADATA_FOLDER, FileListing
 from pyhudi.metadata.keys import bloom_filter_key, file_group_id, file_group_index
@@ -84,7 +85,7 @@ def validate(table: HudiTable) -> Validation:
         result.size_differs += [(posixpath.join(partition, n), mine[n], theirs[n])
                                 for n in sorted(set(mine) & set(theirs)) if mine[n] != theirs[n]]
     result.stats_differ = (_check_column_stats(table, listing, storage) + _check_bloom_filters(table, listing, storage)
-                           + _check_record_index(table))
+                           + _check_partition_stats(table) + _check_record_index(table))
     return result
 
 
@@ -171,6 +172,39 @@ def _check_column_stats(table: HudiTable, listing: FileListing, stored: dict[str
             if footer is None or (stats.min, stats.max, stats.null_count, stats.count) != \
                     (footer.min, footer.max, footer.null_count, footer.count):
                 out.append(f"column stats of {rel} column {column}: metadata {stats}, footer {footer}")
+    return out
+
+
+def _check_partition_stats(table: HudiTable) -> list[str]:
+    """partition_stats records that do not cover what the column statistics of the partition's
+    latest files say (a range narrower, fewer values): data skipping would drop rows. A wider
+    range is sound (Hudi 1.1 keeps file groups a replace commit retired in it until the next
+    commit to the partition); a partition without a record for a column is never pruned by it."""
+    mdt = MetadataTable(table.storage)
+    if partition_stats.PARTITION not in mdt.partitions():
+        return []
+    schema = table.arrow_schema()
+    if schema is None:
+        return []
+    recorded = column_stats.file_ranges(mdt.read(partition_stats.PARTITION, table.timeline), schema)
+    columns = sorted({c for ranges in recorded.values() for c in ranges})
+    out = []
+    for partition, names in sorted(latest_files(table.storage, table.timeline).items()):
+        if not partition or not names:
+            continue
+        files = partition_stats.by_file(column_stats.merged(mdt.read(
+            column_stats.PARTITION, table.timeline, key_prefixes=partition_stats.key_prefixes(columns, partition))))
+        mine = column_stats.file_ranges(
+            partition_stats.aggregate(partition, names, files, columns, mdt.table_version), schema).get(partition, {})
+        theirs = recorded.get(partition, {})
+        for column, want in sorted(mine.items()):
+            have = theirs.get(column)
+            if have is None:
+                continue
+            low = want.min is None or (have.min is not None and have.min <= want.min)
+            high = want.max is None or (have.max is not None and have.max >= want.max)
+            if not (low and high and have.count >= want.count):
+                out.append(f"partition stats of {partition} column {column}: metadata {have}, files {want}")
     return out
 
 

@@ -15,6 +15,11 @@ On a table of version 8 or 9 the data table records its metadata table as Hudi 1
 ``hoodie.table.index.defs.path`` naming ``.hoodie/.index_defs/index.json``, the definitions of
 the ``column_stats`` and ``record_index`` indexes (with their index versions on 9: column
 statistics V2, record index V1). A table without a metadata table has none of them.
+
+A partitioned table of version 8 or 9 whose metadata table keeps ``column_stats`` keeps
+``partition_stats`` beside it, as Hudi 1.x does (``hoodie.metadata.index.partition.stats.enable``,
+default true): initialized after the other partitions, its records recomputed for every data
+partition a write touches (:mod:`pyhudi.commit.partition_stats_build`).
 """
 
 from __future__ import annotations
@@ -26,12 +31,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
+from pyhudi.commit import partition_stats_build
 from pyhudi.commit.metadata_writer import MetadataWriter
 from pyhudi.commit.record_index_build import build_locally
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import load_table_config, update_table_config
-from pyhudi.errors import HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
@@ -42,6 +47,7 @@ from pyhudi.metadata.table import (
     COLUMN_STATS_PARTITION,
     FILE_ACTIONS,
     INIT_SUFFIX,
+    PARTITION_STATS_PARTITION,
     RECORD_INDEX_PARTITION,
     Builder,
     usable_partitions,
@@ -69,10 +75,14 @@ class MetadataOptions:
 
     max_delta_commits: int
     stats_columns: tuple[str, ...]
+    #: file groups of a partition_stats partition beside column_stats (0: none; versions 8+)
+    partition_stats_groups: int = 1
 
     @classmethod
     def of(cls, cfg: HudiConfig) -> MetadataOptions:
-        return cls(cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
+        return cls(cfg.get(C.METADATA_COMPACT_MAX_DELTA_COMMITS), tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)),
+                   cfg.get(C.METADATA_PARTITION_STATS_FILE_GROUPS) if cfg.get(C.METADATA_PARTITION_STATS_ENABLE)
+                   else 0)
 
 
 def metadata_table_of(storage: Storage, timeline: Timeline) -> MetadataWriter | None:
@@ -181,9 +191,39 @@ def complete_instant(storage: Storage, timeline: Timeline, instant: str, action:
             for partition, extra in (records or {}).items():
                 if partition in found:
                     found[partition] = found[partition] + list(extra)
+            if PARTITION_STATS_PARTITION in have:
+                found[PARTITION_STATS_PARTITION] = _partition_stats(mdt, storage, timeline, instant, action, content,
+                                                                    found.get(COLUMN_STATS_PARTITION, []))
             mdt.apply(instant, found, timeline, undo=undo, max_delta_commits=options.max_delta_commits,
                       written=written, existing=have)
     return timeline.complete(instant, action, content)
+
+
+def _indexed_columns(storage: Storage, schema: str | None,
+                     stats_columns: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+    """(the data schema's fields, the columns whose statistics a version-8/9 metadata table
+    keeps: ``stats_columns``, else Hudi 1.x's default); ``schema``: the write's (default: the
+    table's)."""
+    schema = schema or HudiTable(storage).avro_schema()
+    fields = json.loads(schema).get("fields", []) if schema else []
+    return fields, list(stats_columns) or column_stats.default_columns(fields)
+
+
+def _partition_stats(mdt: MetadataWriter, storage: Storage, timeline: Timeline, instant: str, action: str,
+                     content: bytes, column_records: list[Record]) -> list[Record]:
+    """The ``partition_stats`` records of an action (:mod:`pyhudi.commit.partition_stats_build`):
+    a write's partitions recomputed, a rollback's too, nothing for a clean."""
+    _fields, columns = _indexed_columns(storage, mdt.data_schema, mdt.stats_columns)
+    new = mdt.shaped(COLUMN_STATS_PARTITION, list(column_records))
+    if action in WRITE_ACTIONS:
+        meta = CommitMetadata.from_json(content, source=f"{action} {instant}")
+        return partition_stats_build.commit_records(mdt, storage, timeline, meta, instant=instant, columns=columns,
+                                                    new_column_stats=new)
+    if action == ROLLBACK:
+        touched = [p for p in (read_record(content).get("partitionMetadata") or {}) if p]
+        return partition_stats_build.recompute(mdt, storage, timeline, touched, instant=instant, columns=columns,
+                                               new_column_stats=new)
+    return []
 
 
 def _local_builder(storage: Storage, groups: int) -> Builder:
@@ -252,8 +292,20 @@ def initial_records(storage: Storage, timeline: Timeline, groups: Mapping[str, i
     out[FILES_PARTITION] = (1, records)
     bases = [posixpath.join(p, name) if p else name for p, names in files.items() for name in names]
     if COLUMN_STATS_PARTITION in groups:
-        out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION],
-                                       column_stats.base_file_records(storage, bases, columns=stats_columns))
+        records = column_stats.base_file_records(storage, bases, columns=stats_columns)
+        if load_table_config(storage).version >= 8:  # and of log files, from their rows (partition_stats sums them)
+            done = {i.timestamp for i in timeline.completed()}
+            records += column_stats.log_file_records(storage, [b for b in bases if not b.endswith(".parquet")],
+                                                     completed=done, columns=stats_columns)
+        out[COLUMN_STATS_PARTITION] = (groups[COLUMN_STATS_PARTITION], records)
+    if PARTITION_STATS_PARTITION in groups:  # version 8+: from the column statistics, in their shape
+        version = load_table_config(storage).version
+        fields, columns = _indexed_columns(storage, None, stats_columns)
+        shaped = column_stats.in_version(out.get(COLUMN_STATS_PARTITION, (0, []))[1], version, fields,
+                                         columns=columns)
+        latest = partition_stats_build.latest_files(storage, timeline)
+        out[PARTITION_STATS_PARTITION] = (groups[PARTITION_STATS_PARTITION], partition_stats_build.initial_records(
+            latest, shaped, columns=columns, table_version=version))
     if BLOOM_FILTERS_PARTITION in groups:  # the record index has a builder
         out[BLOOM_FILTERS_PARTITION] = (groups[BLOOM_FILTERS_PARTITION],
                                         bloom_filters.base_file_records(storage, bases))
@@ -274,7 +326,7 @@ def committed_files(storage: Storage, timeline: Timeline) -> dict[str, dict[str,
 
 def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_groups: int = 0,
                            bloom_filter_groups: int = 0, record_index: Builder | None = None,
-                           stats_columns: tuple[str, ...] = ()) -> None:
+                           stats_columns: tuple[str, ...] = (), partition_stats_groups: int = 1) -> None:
     """At the start of a write, under the table lock: build the metadata table from storage when it
     is enabled and missing, stale (a writer that did not keep it wrote since) or has other
     partitions than asked for (``column_stats_groups`` > 0: a ``column_stats`` partition of that
@@ -282,10 +334,12 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
     list that writes no longer maintain.
 
     ``record_index``: the builder of a ``record_index`` partition, when the write keeps one (its
-    file-group count, fixed at creation, is the builder's choice).
+    file-group count, fixed at creation, is the builder's choice). ``partition_stats_groups``: on a
+    partitioned table of version 8 or 9 with a ``column_stats`` partition, the file groups of its
+    ``partition_stats`` partition, which Hudi 1.x keeps beside it (0: none).
 
-    pyhudi keeps the ``files``, ``column_stats``, ``bloom_filters`` and ``record_index``
-    partitions: other partitions an Apache Hudi writer declared would go stale under pyhudi's
+    pyhudi keeps the ``files``, ``column_stats``, ``bloom_filters``, ``record_index`` and
+    ``partition_stats`` partitions: other partitions an Apache Hudi writer declared would go stale under pyhudi's
     writes, so they are deleted and no longer declared, as are index partitions not asked for."""
     mdt = MetadataWriter(table.storage)
     mdt.stats_columns = stats_columns
@@ -302,15 +356,11 @@ def prepare_metadata_table(table: HudiTable, *, enabled: bool, column_stats_grou
             log.info("removed the metadata table of %s (hoodie.metadata.enable=false)", table.path)
         table.reload()
         return
-    if version >= 8 and column_stats_groups > 0 and table.config.props.get(P.PARTITION_FIELDS):
-        raise HudiUnsupportedError(
-            f"pyhudi does not write the partition_stats partition of the metadata table, which Hudi 1.x keeps beside "
-            f"column_stats on a partitioned table of version {version} ({table.path}); write without "
-            "hoodie.metadata.index.column.stats.enable, or keep column statistics on a non-partitioned table or "
-            "a table of version 6")
     wanted = {FILES_PARTITION: 1}
     if column_stats_groups > 0:
         wanted[COLUMN_STATS_PARTITION] = column_stats_groups
+        if version >= 8 and partition_stats_groups > 0 and table.config.props.get(P.PARTITION_FIELDS):
+            wanted[PARTITION_STATS_PARTITION] = partition_stats_groups
     if bloom_filter_groups > 0:
         wanted[BLOOM_FILTERS_PARTITION] = bloom_filter_groups
     if record_index is not None:

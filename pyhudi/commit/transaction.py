@@ -115,7 +115,8 @@ class WriteTransaction:
                 if cfg.get(C.METADATA_COLUMN_STATS_ENABLE) else 0,
                 bloom_filter_groups=cfg.get(C.METADATA_BLOOM_FILTER_FILE_GROUPS)
                 if cfg.get(C.METADATA_BLOOM_FILTER_ENABLE) else 0, record_index=record_index,
-                stats_columns=self.point.metadata.stats_columns)
+                stats_columns=self.point.metadata.stats_columns,
+                partition_stats_groups=self.point.metadata.partition_stats_groups)
             self.start = TimelineSnapshot.of(timeline)
             instant = new_instant_time(after=timeline.last_instant_time(), utc=self.table.config.utc_timeline)
             self.heartbeat = Heartbeat(storage, instant, conc.heartbeat).start() if beats else None

@@ -149,6 +149,18 @@ METADATA_COLUMN_STATS_COLUMNS = option(
 METADATA_COLUMN_STATS_FILE_GROUPS = option(
     "hoodie.metadata.index.column.stats.file.group.count", 2,
     "File groups of the column_stats partition (records spread by the hash of their key).", parse_positive_int)
+METADATA_PARTITION_STATS_ENABLE = option(
+    "hoodie.metadata.index.partition.stats.enable", True,
+    "On a partitioned table of version 8 or 9 whose column_stats partition is kept, also keep the "
+    "metadata table's partition_stats partition, as Hudi 1.x does: per data partition and column the "
+    "range and counts of the column over the partition's latest files, recomputed for every partition "
+    "a commit writes to. Hudi 1.1 keeps it whenever column statistics are on; false keeps column "
+    "statistics without it (and removes it). Tables of version 6 and non-partitioned tables have none.",
+    parse_bool)
+METADATA_PARTITION_STATS_FILE_GROUPS = option(
+    "hoodie.metadata.index.partition.stats.file.group.count", 1,
+    "File groups of the partition_stats partition (records spread by the hash of their key).",
+    parse_positive_int)
 METADATA_BLOOM_FILTER_ENABLE = option(
     "hoodie.metadata.index.bloom.filter.enable", False,
     "Keep the metadata table's bloom_filters partition: the bloom filter of every base file (as in its "

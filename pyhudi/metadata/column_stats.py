@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.io.log_format import BlockType, data_block_records, read_log_file
 from pyhudi.metadata.files import deleted_base_files
 from pyhudi.metadata.keys import column_id, column_stats_key
 from pyhudi.read.skipping import ColumnRange, footers
@@ -49,6 +50,7 @@ _NS = "org.apache.hudi.avro.model."
 _EPOCH = dt.date(1970, 1, 1)
 _UTC_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _TS_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+DATA_BLOCKS = (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK, BlockType.HFILE_DATA_BLOCK)
 #: DecimalWrapper's logical type in version 6: decimal(30, 15)
 DECIMAL_SCALE = 15
 
@@ -311,8 +313,10 @@ def _ordered(wrapped: Any, stats: dict) -> Any:
 
 def merge(older: dict, newer: dict) -> dict:
     """Two statistics of one file and column, as Hudi merges them (a log file written twice): a
-    deletion wins over what came before, otherwise ranges widen and counts add up."""
-    if newer.get("isDeleted") or older.get("isDeleted"):
+    deletion wins over what came before, and so does a tight bound (``isTightBound``: a
+    partition's statistics recomputed from its files, ``partition_stats``); otherwise ranges widen
+    and counts add up."""
+    if newer.get("isDeleted") or older.get("isDeleted") or newer.get("isTightBound"):
         return newer
     out = dict(newer)
     for field, pick in (("minValue", min), ("maxValue", max)):
@@ -380,6 +384,26 @@ def base_file_records(storage: Storage, paths: Iterable[str], *,
     out = []
     for rel in wanted:
         out += footer_records(posixpath.dirname(rel), posixpath.basename(rel), metas[rel], columns=chosen)
+    return out
+
+
+def log_file_records(storage: Storage, paths: Iterable[str], *, completed: set[str],
+                     columns: Iterable[str] | None = None) -> list[tuple[str, dict]]:
+    """Column-stats records of log files (paths relative to the table) from the rows of their
+    data blocks written by ``completed`` instants and not rolled back, merged per file and column
+    (what Hudi records for a log file when it builds the partition from storage). A file of
+    delete blocks only gets none: it adds no value."""
+    out: list[tuple[str, dict]] = []
+    chosen = list(columns) if columns else None
+    for rel in paths:
+        blocks = read_log_file(storage, rel)
+        void = {b.target_instant_time for b in blocks if b.block_type == BlockType.COMMAND_BLOCK}
+        records: list[tuple[str, dict]] = []
+        for block in blocks:
+            if block.block_type in DATA_BLOCKS and block.instant_time in completed and block.instant_time not in void:
+                rows = data_block_records(block, source=storage.full(rel))
+                records += table_records(posixpath.dirname(rel), posixpath.basename(rel), rows, columns=chosen)
+        out += merged(records)
     return out
 
 

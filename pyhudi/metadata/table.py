@@ -1,7 +1,8 @@
 """The metadata table (MDT) of a data table, read: its state, its timeline and its records.
 
 ``<table>/.hoodie/metadata`` is a merge-on-read table of the data table's version (6, 8 or 9)
-whose partitions (``files``, ``column_stats``, ``bloom_filters``, ``record_index``) are HFile base
+whose partitions (``files``, ``column_stats``, ``bloom_filters``, ``record_index``, and from version 8
+``partition_stats``) are HFile base
 files and HFile log blocks (:mod:`pyhudi.metadata.files` decodes them). Readers trust only the
 blocks of MDT delta commits whose data instant completed, so a data write that failed after its
 MDT delta commit shows nothing.
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pyhudi.config import properties as P
 from pyhudi.config.properties import read_table_config, table_config_of
 from pyhudi.io.file_names import parse_base_file, slice_key
-from pyhudi.metadata import bloom_filters, column_stats
+from pyhudi.metadata import bloom_filters, column_stats, partition_stats
 from pyhudi.metadata.files import (
     FILES_PARTITION,
     INIT_INSTANT_PREFIX,
@@ -45,9 +46,10 @@ FILE_GROUP = "files-0000-0"
 COLUMN_STATS_PARTITION = "column_stats"
 BLOOM_FILTERS_PARTITION = "bloom_filters"
 RECORD_INDEX_PARTITION = "record_index"
+PARTITION_STATS_PARTITION = partition_stats.PARTITION
 #: the partitions pyhudi writes, with the prefix of their file group ids
 PREFIXES = {FILES_PARTITION: "files-", COLUMN_STATS_PARTITION: "col-stats-", BLOOM_FILTERS_PARTITION: "bloom-filters-",
-            RECORD_INDEX_PARTITION: "record-index-"}
+            RECORD_INDEX_PARTITION: "record-index-", PARTITION_STATS_PARTITION: partition_stats.FILE_GROUP_PREFIX}
 Records = list[tuple[str, dict]]
 Cells = list[tuple[bytes, bytes]]
 #: writes a partition's first base files at an instant, returning their stats (the record index,
@@ -66,8 +68,10 @@ FILE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, CLEAN, ROLLBACK, RESTORE)
 #: MDT archival window (Hudi's hoodie.metadata.keep.min.commits / keep.max.commits)
 KEEP_MIN, KEEP_MAX = 20, 30
 #: the order in which Hudi 1.x initializes partitions (``MetadataPartitionType``), each at its own
-#: reserved instant ``00000000000000000``, ``...001``, ... (version 8 and later)
-INIT_ORDER = (FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION)
+#: reserved instant ``00000000000000000``, ``...001``, ... (version 8 and later); partition
+#: statistics come last (after the expression and secondary indexes pyhudi does not keep)
+INIT_ORDER = (FILES_PARTITION, COLUMN_STATS_PARTITION, BLOOM_FILTERS_PARTITION, RECORD_INDEX_PARTITION,
+              PARTITION_STATS_PARTITION)
 
 
 def hfile_name(instant: str, file_group: str = FILE_GROUP) -> str:
