@@ -6,6 +6,12 @@ has expired, the next writer (EAGER failed-writes policy) or the cleaner (LAZY) 
 files, and a ``rollback`` instant (Avro plan and metadata) records what happened, so Hudi tools
 see the same history a Java writer would leave.
 
+Table version 8+ (timeline layout 2): every log file is written by one delta commit and named with
+its instant (Hudi 1.x's ``HoodieAppendHandle``), so undoing that delta commit deletes its log files
+like base files, without reading them and without a rollback command block, as Hudi 1.x's
+``MarkerBasedRollbackStrategy``/``RollbackHelper`` do for version 8+ tables. Log files named with
+another instant (written in version 6 before an upgrade) are handled as in version 6.
+
 The rollback instant completes through the ``complete`` step the caller hands over: the data
 table's commit point (which applies it to the metadata table first), or the metadata table's own
 plain completion when it undoes its own delta commits.
@@ -98,11 +104,21 @@ def _rollback_log(storage: Storage, rel: str, rb_time: str, target: str) -> tupl
     return storage.full(new_rel), len(data)
 
 
-def _split(storage: Storage, files: list[str], gone: frozenset[str]) -> tuple[list[str], list[str]]:
+def _split(storage: Storage, files: list[str], gone: frozenset[str], *,
+           per_instant: bool = False) -> tuple[list[str], list[str]]:
     """(files to delete, log files to neutralise): a log file holding only blocks of ``gone``
-    instants can go; one with other blocks too keeps them and gets a rollback command block."""
-    keep_logs = sorted(rel for rel in files if parse_log_file(posixpath.basename(rel)) is not None
-                       and not _only_blocks_of(storage, rel, gone))
+    instants can go; one with other blocks too keeps them and gets a rollback command block.
+
+    ``per_instant`` (table version 8+): a log file named with a ``gone`` instant was written by it
+    alone, so it goes without being read."""
+    keep_logs = []
+    for rel in files:
+        parsed = parse_log_file(posixpath.basename(rel))
+        if parsed is None or (per_instant and parsed.base_instant in gone):
+            continue
+        if not _only_blocks_of(storage, rel, gone):
+            keep_logs.append(rel)
+    keep_logs.sort()
     return [rel for rel in files if rel not in keep_logs], keep_logs
 
 
@@ -144,7 +160,8 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
     """
     started = time.monotonic()
     if split is None:
-        split = _split(storage, _files_of(storage, timeline, instant), disposable | {instant.timestamp, rb_time})
+        split = _split(storage, _files_of(storage, timeline, instant), disposable | {instant.timestamp, rb_time},
+                       per_instant=timeline.layout_version >= 2)
     files, keep_logs = split
     if instant.is_completed:  # invisible first: a crash from here on leaves a pending write to roll back
         timeline.revert_to_inflight(instant)
@@ -190,7 +207,8 @@ def rollback_instant(storage: Storage, timeline: Timeline, instant: Instant, *, 
     (``rb_time`` when given: the metadata table names its rollbacks after the data table's).
     ``complete`` completes the rollback instant."""
     rb_time = rb_time or new_instant_time(after=timeline.last_instant_time(), utc=utc)
-    split = _split(storage, _files_of(storage, timeline, instant), frozenset([instant.timestamp]))
+    split = _split(storage, _files_of(storage, timeline, instant), frozenset([instant.timestamp]),
+                   per_instant=timeline.layout_version >= 2)
     timeline.create_requested(rb_time, ROLLBACK, write_record(ROLLBACK_PLAN, rollback_plan(storage, instant, split)))
     timeline.transition_inflight(rb_time, ROLLBACK)
     metadata = undo_instant(storage, timeline, instant, rb_time, split=split)

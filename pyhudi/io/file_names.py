@@ -33,6 +33,8 @@ class BaseFileName:
 @dataclass(frozen=True)
 class LogFileName:
     file_id: str
+    #: the instant in the name: the base instant of its slice (table version 6), or the delta commit
+    #: that wrote it (version 8+, whose readers find the slice by that commit's completion time)
     base_instant: str
     extension: str
     version: int
@@ -102,7 +104,8 @@ def base_file_name(file_id: str, write_token: str, instant_time: str) -> str:
 
 
 def log_file_name(file_id: str, base_instant: str, version: int, token: str) -> str:
-    """``.{fileId}_{baseInstant}.log.{version}_{writeToken}``: a log file of the slice ``base_instant``."""
+    """``.{fileId}_{instant}.log.{version}_{writeToken}``: in table version 6 ``instant`` is the
+    base instant of the slice the file extends; from version 8 it is the writing delta commit's."""
     return f".{file_id}_{base_instant}.log.{version}_{token}"
 
 

@@ -3,9 +3,13 @@
 Compaction folds the log files of a file slice into a new base file. It is two steps, each an
 instant state: scheduling writes ``T.compaction.requested`` (an Avro ``HoodieCompactionPlan``
 naming the base and log files of every slice to compact); running it writes the new base files,
-named with T, and completes as ``T.commit`` (operation ``COMPACT``). While a plan is pending,
-writers keep going: new log records of a planned file group start the slice of T (log files
-named with base instant T), so the compaction and the writes never touch the same files.
+named with T, and completes as ``T.commit`` (operation ``COMPACT``; ``T_C.commit`` from table
+version 8, whose timeline records completion times). While a plan is pending, writers keep going
+and never touch the planned files: in version 6 new log records of a planned file group start
+the slice of T (log files named with base instant T); from version 8 every delta commit writes
+its own log file, which belongs to the slice of T when that delta commit completes after T was
+requested (``pyhudi.table.fs_view``), so the plan lists only logs of delta commits completed
+before it.
 
 This module is plain Python (planning, plan (de)serialisation, triggers); executing a plan is
 distributed by :mod:`pyhudi.spark.compaction_job`.

@@ -9,6 +9,12 @@ which readers skip and writers never append after.
 
 Blocks carry their instant: until that instant completes on the timeline, readers ignore them,
 so appending never exposes a half-done write.
+
+From table version 8 (``LogTarget.per_instant``) Hudi never appends: each delta commit writes a new
+log file named with its own instant, version 1, with the task's write token (Hudi 1.x's
+``HoodieAppendHandle``), and readers place it in a slice by the delta commit's completion time. Its
+write stat then names only that file: ``prevCommit`` is the delta commit itself and ``baseFile`` is
+empty, as Hudi 1.x records them (the log is not tied to a base file by name any more).
 """
 
 from __future__ import annotations
@@ -41,6 +47,9 @@ from pyhudi.write.task import TaskInfo
 def _choose_file(storage: Storage, ctx: WriteContext, bucket: WriteBucket, target: LogTarget,
                  token: str) -> tuple[str, bool]:
     """(relative path of the log file to write, whether it is appended to)."""
+    if target.per_instant:  # version 8+: the delta commit's own file, never an older one
+        name = log_file_name(bucket.file_id_prefix, ctx.instant_time, 1, token)
+        return relative_path(bucket.partition_path, name), False
     current = target.current
     if current is not None and target.current_size < ctx.log_max_size and storage.can_append \
             and ctx.append_in_place and has_valid_tail(storage, current):
@@ -102,16 +111,18 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     else:
         rel = _create_log_file(storage, ctx, rel, payload, token)
         name = posixpath.basename(rel)
-    log_files = list(target.log_files)
+    log_files = [] if target.per_instant else list(target.log_files)
     if name not in log_files:
         log_files.append(name)
     parsed = parse_log_file(name)
     assert parsed is not None
-    stats = stats_row(bucket.partition_path, bucket.file_id_prefix, rel, prev_commit=bucket.prev_commit,
+    prev_commit = ctx.instant_time if target.per_instant else bucket.prev_commit
+    stats = stats_row(bucket.partition_path, bucket.file_id_prefix, rel, prev_commit=prev_commit,
                       io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows, updates=live.num_rows,
                       inserts=0, file_size=offset + len(payload), started=started, min_key=None, max_key=None)
     stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
-                 base_file=target.base_file_name, log_files="\n".join(log_files), log_blocks=len(blocks))
+                 base_file="" if target.per_instant else target.base_file_name, log_files="\n".join(log_files),
+                 log_blocks=len(blocks))
     if ctx.log_column_stats and live.num_rows:
         stats["column_stats"] = column_stats.encode(column_stats.table_records(
             bucket.partition_path, name, records, columns=ctx.stats_columns or None))

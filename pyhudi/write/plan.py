@@ -56,6 +56,9 @@ class LogTarget:
     current_size: int
     next_version: int
     log_files: tuple[str, ...]  # names of the slice's log files before this write
+    # table version 8+ (timeline layout 2): every delta commit writes its own log file, named with
+    # its instant, version 1; the fields above then say nothing about where the blocks go
+    per_instant: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,10 +264,16 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
 
     A file group in a pending compaction plan starts the slice of that compaction instead: its
     new log files are named with the compaction's instant, and the planned files stay untouched.
+    Table version 8+ never appends: the log file is the writing delta commit's own
+    (``LogTarget.per_instant``), and readers place it by that commit's completion time.
     """
     out = {}
+    per_instant = view.timeline.layout_version >= 2
     for piece in view.latest_slices():
         key = (piece.partition_path, piece.file_id)
+        if per_instant:  # version 8+: a new log file per delta commit, placed by its completion time
+            out[key] = LogTarget(piece.base_instant, "", None, 0, 1, (), per_instant=True)
+            continue
         base_instant = pending.get(key, piece.base_instant)
         own = [lf for lf in piece.log_files if lf.base_instant == base_instant]
         current = max(own, key=lambda lf: (lf.version, lf.write_token or "")) if own else None
