@@ -18,7 +18,7 @@ from pyhudi.errors import HudiRetentionError, HudiUnsupportedError
 from pyhudi.read.retention import Retention, cleaned_slices
 from pyhudi.services.restore import archived_writes_after
 from pyhudi.storage import Storage
-from pyhudi.timeline.archive import ArchivedTimeline, archive_instants, has_archive, list_archive_files
+from pyhudi.timeline.archive import ArchivedTimeline, has_archive, list_archive_files
 from pyhudi.timeline.lsm_history import LSMHistory
 from pyhudi.timeline.timeline import Timeline
 
@@ -178,22 +178,18 @@ def test_a_table_with_an_archived_timeline_moves_to_9_and_back(spark, tmp_path):
     assert _kv(path) == rows
     assert {t: _kv(path, as_of=t) for t in as_of} == as_of
 
-    # pyhudi runs no table service on a version-9 table yet; the timeline layer archives a layout-2
-    # timeline into the LSM history (what that service will call)
-    with pytest.raises(HudiUnsupportedError, match="archive refused.*version=9"):
-        pyhudi.archive(path, ARCHIVING)
-    table = pyhudi.HudiTable(path)
-    older = [i.timestamp for i in table.timeline.completed() if i.timestamp < times[6]]
-    archive_instants(storage, table.timeline, older)
+    # archival of the version-9 table adds to the LSM history the upgrade wrote
+    pyhudi.archive(path, ARCHIVING)
     grown = LSMHistory(storage)
-    assert [i.timestamp for i in grown.completed_writes()] == times[:6]
+    now_archived = [i.timestamp for i in grown.completed_writes()]
+    assert len(now_archived) > 2 and now_archived == times[:len(now_archived)]
     assert set(history.instants()) < set(grown.instants())
-    assert [i.timestamp for i in pyhudi.HudiTable(path).timeline.completed_writes()] == times[6:]
+    assert [i.timestamp for i in pyhudi.HudiTable(path).timeline.completed_writes()] == times[len(now_archived):]
     assert _kv(path) == rows
     assert {t: _kv(path, as_of=t) for t in as_of} == as_of
 
     back = pyhudi.downgrade(path, to=6)
-    assert back.archive_files_written == 1
+    assert back.archive_files_written >= 1
     assert not list(Path(path, ".hoodie", "timeline", "history").iterdir())
     again = ArchivedTimeline(storage)
     assert [(i.timestamp, i.action) for i in again.instants()] == [(i.timestamp, i.action) for i in grown.instants()]

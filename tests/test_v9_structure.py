@@ -13,11 +13,9 @@ compaction, and compares them with Hudi 1.1.1's own tables of the same shape
   values Hudi puts in them (version null, compacted false but for a compaction, the data schema in
   the extra metadata, prevCommit "null" for new file groups, the previous base file for an update).
 
-What pyhudi does not yet write as Hudi 1.1 does is asserted by ``xfail(strict=True)`` tests whose
-fixes belong to other modules: merge-on-read logs named by their delta commit
-(``pyhudi/write/append.py``), ``prevBaseFile`` in an update's write stat, the pending replace
-commit files (``pyhudi/write/replace.py``). Each turns red (XPASS) once its fix lands, to drop
-the marker.
+What pyhudi does not yet write as Hudi 1.1 does is asserted by ``xfail(strict=True)`` tests:
+``prevBaseFile`` in an update's write stat, and the Avro header text of the pending replace commit
+files. Each turns red (XPASS) once its fix lands, to drop the marker.
 """
 
 from __future__ import annotations
@@ -187,8 +185,6 @@ def test_commit_metadata_has_hudis_writer_schema_and_values(tables, table_type):
                         assert re.fullmatch(r"\d{17}", stat["prevCommit"]) and stat["prevCommit"] < name[:17], stat
 
 
-@pytest.mark.xfail(strict=True, reason="needs version 9 log naming (helper MOR: pyhudi/write/append.py, "
-                   "write/result.py): logs named with the writing delta commit's instant")
 def test_merge_on_read_logs_are_named_by_their_delta_commit(tables):
     path, _ = tables["MERGE_ON_READ"]
     timeline = _timeline(path)
@@ -204,8 +200,8 @@ def test_merge_on_read_logs_are_named_by_their_delta_commit(tables):
                     assert stat["baseFile"] == "" and stat["logVersion"] == 1, stat
 
 
-@pytest.mark.xfail(strict=True, reason="needs prevBaseFile in write stats (pyhudi/timeline/commit_metadata.py "
-                   "WriteStat has no such field; the merge handle, pyhudi/write/handles.py, knows the file)")
+@pytest.mark.xfail(strict=True, reason="pyhudi's write stats have no prevBaseFile (timeline/commit_metadata.py "
+                   "WriteStat; the merge handle, write/handles.py, knows the file)")
 def test_an_update_names_the_base_file_it_replaces(tables):
     path, _ = tables["COPY_ON_WRITE"]
     updates = 0
@@ -221,9 +217,8 @@ def test_an_update_names_the_base_file_it_replaces(tables):
     assert updates
 
 
-@pytest.mark.xfail(strict=True, reason="needs the pending replace files of version 9 (helper SERVICES: "
-                   "pyhudi/write/replace.py): requested with Hudi's all-null HoodieRequestedReplaceMetadata, "
-                   "inflight with the Avro HoodieCommitMetadata workload profile")
+@pytest.mark.xfail(strict=True, reason="the pending replace files hold Hudi's records, but their Avro headers carry "
+                   "the schema as pyhudi's writer renders it (timeline/avro_records.py), not Java's text")
 def test_the_pending_replace_commit_files_are_hudis(tables):
     path, sample = tables["COPY_ON_WRITE"]
     mine, theirs = _timeline(path), _timeline(sample)
