@@ -14,6 +14,7 @@ from conftest import hudi_rs_rows
 
 from pyhudi.storage import Storage
 from pyhudi.timeline import commit_avro
+from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, write_record
 from pyhudi.timeline.commit_metadata import CommitMetadata, WriteStat
 from pyhudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State, parse_instant_file
 from pyhudi.timeline.timeline import Timeline
@@ -123,6 +124,8 @@ def test_layout_2_transitions_name_completions_and_store_avro(tmp_path):
 def test_a_requested_write_stays_empty_and_plans_stay_as_given(tmp_path, layout):
     storage = Storage(str(tmp_path / "t"))
     timeline = Timeline(storage, layout_version=layout)
-    plan = b"Obj\x01 an Avro plan"
+    # a delete_partition's requested record (an overwrite's becomes Hudi 1.x's all-null record)
+    plan = write_record(REQUESTED_REPLACE_METADATA_FULL, {
+        "operationType": "DELETE_PARTITION", "clusteringPlan": None, "extraMetadata": {}, "version": 1})
     timeline.create_requested("20260101000000003", REPLACE_COMMIT, plan)
     assert storage.read_bytes(timeline.path_of(timeline.instant_files[0])) == plan
