@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pyhudi.cli.common import table_text
 from pyhudi.commit.partition_stats_build import latest_files
 from pyhudi.commit.record_index_build import live_locations
+from pyhudi.config.support import METADATA_PARTITIONS_INFLIGHT
 from pyhudi.errors import HudiTableNotFoundError
 from pyhudi.io.base_file import BLOOM_FILTER_KEY
 from pyhudi.io.file_names import parse_base_file, parse_log_file
@@ -223,7 +224,7 @@ def validate_text(result: Validation) -> str:
 def show_metadata(table: HudiTable) -> str:
     mdt = metadata_table(table)
     usable = table.properties.get("hoodie.table.metadata.partitions", "")
-    inflight = table.properties.get("hoodie.table.metadata.partitions.inflight", "")
+    inflight = table.properties.get(METADATA_PARTITIONS_INFLIGHT, "")
     rows = []
     for partition in sorted(mdt.storage.list_dirs("")):
         if partition.startswith("."):

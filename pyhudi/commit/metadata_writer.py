@@ -62,6 +62,7 @@ from pyhudi.actions.clean import run_clean
 from pyhudi.actions.rollback import finish_pending_rollbacks, rollback_instant
 from pyhudi.config import properties as P
 from pyhudi.config.properties import write_partition_metadata
+from pyhudi.config.support import HISTORY_PATH
 from pyhudi.errors import HudiCommitError, HudiCorruptFileError
 from pyhudi.io.bloom import BloomFilter
 from pyhudi.io.file_names import log_file_name, log_path_order, parse_base_file, parse_log_file, slice_key
@@ -188,7 +189,7 @@ class MetadataWriter(MetadataTable):
         HudiTable.create(self.storage, {
             "hoodie.compaction.payload.class": PAYLOAD_CLASS, "hoodie.table.initial.version": version,
             P.KEYGEN_TYPE: "HOODIE_TABLE_METADATA", P.TYPE: P.MERGE_ON_READ, P.ARCHIVE_FOLDER: "history",
-            P.LAYOUT_VERSION: "2", "hoodie.timeline.history.path": "history",
+            P.LAYOUT_VERSION: "2", HISTORY_PATH: "history",
             P.DROP_PARTITION_COLUMNS: "false",
             "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
             P.RECORD_KEY_FIELDS: "key", P.NAME: f"{name}_metadata", "hoodie.timeline.path": "timeline",

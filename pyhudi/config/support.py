@@ -45,6 +45,8 @@ ORDERING_FIELDS = "hoodie.table.ordering.fields"
 CDC_ENABLED = "hoodie.table.cdc.enabled"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+#: where the index definitions of a table of version 8 on are kept (``.hoodie/.index_defs/index.json``)
+INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
 #: metadata-table partitions of indexes users create (CREATE INDEX), which pyhudi does not maintain
 USER_INDEX_PREFIXES = ("secondary_index_", "expr_index_")
 

@@ -30,11 +30,14 @@ from pyhudi.config.properties import update_table_config
 from pyhudi.config.support import (
     COMMIT_TIME_STRATEGY,
     EVENT_TIME_STRATEGY,
+    HISTORY_PATH,
+    INDEX_DEFS_PATH,
     INITIAL_VERSION,
     MERGE_STRATEGY,
     MERGE_STRATEGY_V6,
     ORDERING_FIELDS,
     PARTIAL_UPDATE_MODE,
+    TABLE_FORMAT,
     TIMELINE_PATH,
 )
 from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
@@ -50,7 +53,6 @@ EVENT_TIME, COMMIT_TIME = "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"
 #: hoodie.record.merge.strategy.id of the two built-in merge modes
 STRATEGY_OF_MODE = {EVENT_TIME: EVENT_TIME_STRATEGY, COMMIT_TIME: COMMIT_TIME_STRATEGY}
 LEGACY_PAYLOAD = "hoodie.table.legacy.payload.class"
-INDEX_DEFS = "hoodie.table.index.defs.path"
 _KEYGEN = "org.apache.hudi.keygen."
 #: key generator class -> Hudi's KeyGeneratorType, for the classes pyhudi's tables name
 KEYGEN_TYPES = {_KEYGEN + "SimpleKeyGenerator": "SIMPLE", _KEYGEN + "ComplexKeyGenerator": "COMPLEX",
@@ -90,7 +92,7 @@ def _check(table: HudiTable, to_version: int) -> None:
                 s.log_files for s in table.file_system_view().latest_slices()):
             raise _refuse(table, "its latest file slices have log files, which table versions 6 and 8 name and "
                           "slice differently", "Compact the table first (pyhudi.compact)")
-    if table.config.props.get(INDEX_DEFS) or table.storage.exists(".hoodie/.index_defs/index.json"):
+    if table.config.props.get(INDEX_DEFS_PATH) or table.storage.exists(".hoodie/.index_defs/index.json"):
         raise _refuse(table, "it has index definitions (.hoodie/.index_defs), which pyhudi does not convert",
                       "Drop the indexes with Apache Hudi first")
     if to_version == 9 and version < 9 and table.config.keygen_class == _KEYGEN + "ComplexKeyGenerator" \
@@ -184,7 +186,7 @@ def creation_properties(props: Mapping[str, str], version: int, *, merge_mode: s
         out[P.KEYGEN_TYPE] = kind
     out[INITIAL_VERSION] = str(version)
     out[TIMELINE_PATH] = "timeline"
-    out["hoodie.timeline.history.path"] = "history"
+    out[HISTORY_PATH] = "history"
     out[P.MERGE_MODE] = mode
     if version == 8:
         if ordering:
@@ -194,7 +196,7 @@ def creation_properties(props: Mapping[str, str], version: int, *, merge_mode: s
     else:
         if ordering:
             out[ORDERING_FIELDS] = ordering
-        out["hoodie.table.format"] = "native"
+        out[TABLE_FORMAT] = "native"
     out[P.VERSION] = str(version)
     out[P.LAYOUT_VERSION] = "2"
     return out
