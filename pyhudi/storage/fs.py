@@ -74,7 +74,7 @@ def _resolve(uri: str, options: StorageOptions) -> tuple[pafs.FileSystem, str]:
     if scheme == "":
         return pafs.LocalFileSystem(), os.path.abspath(uri)
     if scheme == "file":
-        return pafs.LocalFileSystem(), uri[len("file://"):]
+        return pafs.LocalFileSystem(), path
     path = path.rstrip("/")
     if scheme in S3_SCHEMES:
         return _s3_fs(options), authority + path

@@ -75,6 +75,8 @@ _ANONYMOUS_PROVIDER = "AnonymousAWSCredentialsProvider"
 
 def split_uri(uri: str) -> tuple[str, str, str]:
     """(scheme, authority, path) of a table URI; a plain path has scheme ``""``."""
+    if uri[:6].lower() == "file:/" and uri[:7].lower() != "file://":  # Hadoop's form of a local URI (file:/x)
+        return "file", "", uri[5:]
     if "://" not in uri:
         return "", "", uri
     parts = urlsplit(uri)
