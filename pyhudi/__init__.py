@@ -51,6 +51,9 @@ from pyhudi.services.restore import restore as _restore
 from pyhudi.services.restore import rollback_commit as _rollback_commit
 from pyhudi.services.savepoint import create_savepoint as _create_savepoint
 from pyhudi.services.savepoint import delete_savepoint as _delete_savepoint
+from pyhudi.sync.catalog import HudiCatalogError
+from pyhudi.sync.tool import SyncReport
+from pyhudi.sync.tool import sync_catalogs as _sync_catalogs
 from pyhudi.table.table import HudiTable
 from pyhudi.write.result import WriteResult
 
@@ -156,6 +159,19 @@ def archive(path: str, options: dict[str, Any] | None = None) -> list[str]:
     return _archive(HudiTable(path, storage_options=options), HudiConfig.of(options))
 
 
+def sync_catalog(path: str, options: dict[str, Any] | None = None) -> list[SyncReport]:
+    """Register the table at ``path`` in its catalogs now, as a write with
+    ``hoodie.datasource.meta.sync.enable`` does after its commit: Hudi's ``hoodie.datasource.hive_sync.*``
+    and ``hoodie.meta.sync.*`` options say which catalogs (Hive metastore, AWS Glue) and how. One
+    report per catalog; if any failed, a :class:`HudiCatalogError` naming each failure after all ran."""
+    table = HudiTable(path, storage_options=options)
+    reports = _sync_catalogs(table, HudiConfig.of(options))
+    failed = [f"{r.catalog}: {r.error}" for r in reports if r.error]
+    if failed:
+        raise HudiCatalogError("catalog sync of " + path + " failed: " + "; ".join(failed))
+    return reports
+
+
 def upgrade(path: str, *, to: int = 9, options: dict[str, Any] | None = None) -> Any:
     """Move the table at ``path`` to table version ``to`` (8 or 9) as Apache Hudi's upgrade does
     (:mod:`pyhudi.services.table_version`); ``options``: the lock settings its writers use."""
@@ -208,7 +224,7 @@ def rollback(path: str, instant: str | None = None, *, options: dict[str, Any] |
 
 
 __all__ = [
-    "HudiClusteringError", "HudiClusteringUpdateError", "HudiCommitError", "HudiCompactionError",
+    "HudiCatalogError", "HudiClusteringError", "HudiClusteringUpdateError", "HudiCommitError", "HudiCompactionError",
     "HudiConcurrentWriteError", "HudiConfigError", "HudiCorruptFileError", "HudiError", "HudiFileExistsError",
     "HudiInstantNotFoundError", "HudiKeyError", "HudiLockError", "HudiPartitionPathError", "HudiWriteConflictError",
     "HudiRestoreError",
@@ -216,5 +232,6 @@ __all__ = [
     "HudiTablePropertiesError", "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive",
     "clean", "cluster", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read",
     "restore", "register", "rollback",
-    "schedule_clustering", "schedule_compaction", "spark_session", "upgrade", "downgrade", "write", "write_stream",
+    "schedule_clustering", "schedule_compaction", "spark_session", "sync_catalog", "SyncReport", "upgrade",
+    "downgrade", "write", "write_stream",
 ]

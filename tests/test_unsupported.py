@@ -61,7 +61,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.index.type", "HBASE"),
     ("hoodie.table.base.file.format", "LANCE"),
     ("hoodie.table.base.file.format", "ORC"),
-    ("hoodie.datasource.hive_sync.enable", "true"),
+    ("hoodie.datasource.hive_sync.mode", "jdbc"),
     ("hoodie.bootstrap.base.path", "/src"),  # a Hudi key pyhudi does not declare at all
     ("hoodie.schema.on.read.enable", "true"),
     ("hoodie.datasource.write.drop.partition.columns", "true"),
@@ -129,7 +129,7 @@ def test_sync_settings_without_sync_and_defaults_of_unimplemented_features_are_a
 
 
 @pytest.mark.parametrize("key, value", [("hoodie.table.cdc.enabled", "true"), ("hoodie.write.table.version", "7"),
-                                        ("hoodie.datasource.hive_sync.enable", "true"),
+                                        ("hoodie.datasource.hive_sync.mode", "jdbc"),
                                         ("hoodie.bootstrap.base.path", "/src")])
 def test_a_write_with_an_unimplemented_option_writes_nothing(spark, base_table, tmp_path, key, value):
     new = str(tmp_path / "new")

@@ -14,6 +14,8 @@ from pyhudi.cli.compaction import add_parser as add_compaction_parser
 from pyhudi.cli.compaction import compaction_command
 from pyhudi.cli.metadata import show_metadata, validate, validate_text
 from pyhudi.cli.services import SERVICE_COMMANDS, add_service_parsers, service_command
+from pyhudi.cli.sync import add_parser as add_sync_parser
+from pyhudi.cli.sync import sync_command
 from pyhudi.cli.timeline import show_timeline
 from pyhudi.errors import HudiError
 from pyhudi.report.advisor import advice_text, advise
@@ -55,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = mwhat.add_parser("validate", help="compare the files partition with a storage listing; exit 1 on a difference")
     p.add_argument("--path", required=True, help="table base path")
     add_service_parsers(sub)
+    add_sync_parser(sub)
     p = sub.add_parser("report", help="write one self-contained HTML page of the table: timeline, file layout, "
                        "write amplification, index efficiency, write phases, options, with pictures")
     p.add_argument("--path", required=True, help="table base path")
@@ -82,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(compaction_command(table, args))
         elif args.command == "clustering":
             print(clustering_command(table, args))
+        elif args.command == "sync":
+            print(sync_command(table, args))
         elif args.command in SERVICE_COMMANDS:
             print(service_command(table, args))
         elif args.what == "commits":

@@ -20,9 +20,7 @@ from typing import Any
 
 from pyhudi.config.registry import (
     DERIVED,
-    REGISTRY,
     UNIMPLEMENTED_WHY,
-    hudi_keys,
     only,
     only_false,
     option,
@@ -61,14 +59,6 @@ SCHEMA_ON_READ = option(
     "Schema evolution on read (renames and type changes kept in .hoodie/.schema): not implemented, "
     "so only false is accepted.",
     only_false(hudi_does="keeps an evolving internal schema in .hoodie/.schema"))
-HIVE_SYNC_ENABLE = option(
-    "hoodie.datasource.hive_sync.enable", False,
-    "Sync the table to a Hive metastore after each write: not implemented, so only false is accepted.",
-    only_false(hudi_does="syncs the table to a Hive metastore after every commit"))
-META_SYNC_ENABLE = option(
-    "hoodie.datasource.meta.sync.enable", False,
-    "Sync the table to a catalog after each write: not implemented, so only false is accepted.",
-    only_false(hudi_does="syncs the table to a catalog after every commit"))
 RECORD_MERGE_MODE = option(
     "hoodie.write.record.merge.mode", None,
     "How two versions of a record merge: COMMIT_TIME_ORDERING (the later write wins, as "
@@ -158,15 +148,6 @@ for _key, _why in (
         ("hoodie.spark.sql.insert.into.operation", "Spark SQL INSERT INTO only; a DataFrame write names its "
          "operation")):
     option(_key, None, _NO_EFFECT + _why + ".", parse_str)
-
-# Catalog sync is refused where it is switched on (HIVE_SYNC_ENABLE, META_SYNC_ENABLE above); its
-# settings, which pipelines often pass with sync off, do nothing without it.
-_DECLARED = {k.lower() for k in REGISTRY} | {a.lower() for o in REGISTRY.values() for a in o.aliases}
-for _key in sorted(hudi_keys()):
-    if _key.startswith(("hoodie.datasource.hive_sync.", "hoodie.datasource.meta.sync.", "hoodie.meta.sync.",
-                        "hoodie.datasource.meta_sync.")) and _key not in _DECLARED:
-        option(_key, None, _NO_EFFECT + "a catalog sync setting; sync itself is not implemented and is "
-               "refused when enabled.", parse_str)
 
 for _key in ("hoodie.rollback.parallelism", "hoodie.cleaner.parallelism", "hoodie.finalize.write.parallelism",
              "hoodie.markers.delete.parallelism", "hoodie.file.listing.parallelism",

@@ -15,6 +15,21 @@ QUERY_TYPE = option(
     "snapshot, read_optimized or incremental.",
     lambda v: choice("SNAPSHOT", "READ_OPTIMIZED", "INCREMENTAL")(v).lower())
 
+QUERY_AS_RO_TABLE = option(
+    "hoodie.query.as.ro.table", False,
+    "Read the read-optimized view when hoodie.datasource.query.type is not given: the serde property Hudi's "
+    "catalog sync gives a merge-on-read table's _ro entry, which Spark passes to the hudi source.",
+    parse_bool)
+
+
+def query_type(cfg: Any) -> str:
+    """The query a read runs: ``hoodie.datasource.query.type``, else read_optimized for a catalog
+    table registered as read-optimized (``hoodie.query.as.ro.table``), else snapshot."""
+    if not cfg.is_set(QUERY_TYPE) and cfg.get(QUERY_AS_RO_TABLE):
+        return "read_optimized"
+    return str(cfg.get(QUERY_TYPE))
+
+
 BEGIN_INSTANT = option(
     "hoodie.datasource.read.begin.instanttime", None,
     "Incremental queries: records written after this instant (exclusive); 000 reads from the start.")

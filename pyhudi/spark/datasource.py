@@ -81,7 +81,7 @@ class HudiDataSource(DataSource):
     def _path(self) -> str:
         path = self.options.get("path")
         if not path:
-            raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)")
+            raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)" + repr(dict(self.options)))
         return str(path)
 
     def _storage(self) -> Storage:

@@ -1,7 +1,7 @@
 """The services a write runs once it committed, registered as hooks on its commit point.
 
 After a write Hudi runs, in this order: inline compaction (merge-on-read), inline clustering,
-then clean and archival. They are post-commit hooks of the write's
+then clean and archival, then the catalog sync. They are post-commit hooks of the write's
 :class:`~pyhudi.commit.point.CommitPoint` because they need Spark and the service policies, which
 the commit package must not import. The write is durable when they run: a failing service is
 reported in the write's figures (``service_error``), never raised, so the caller never retries a
@@ -25,6 +25,7 @@ from pyhudi.services.archival import archive
 from pyhudi.services.clean import clean
 from pyhudi.spark.clustering_job import inline_clustering
 from pyhudi.spark.compaction_job import inline_compaction
+from pyhudi.sync.tool import sync_catalogs, sync_enabled
 from pyhudi.table.table import HudiTable
 
 log = logging.getLogger("pyhudi")
@@ -39,6 +40,8 @@ def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable,
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
         point.add_hook(lambda _instant: inline_service("clustering", lambda: inline_clustering(spark, table, cfg)))
     point.add_hook(lambda _instant: timed_table_services(table, cfg))
+    if sync_enabled(cfg):
+        point.add_hook(lambda _instant: catalog_sync(spark, table, cfg))
 
 
 def inline_service(name: str, run: Callable[[], list[str]]) -> Mapping[str, Any]:
@@ -76,4 +79,27 @@ def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
     except Exception as exc:  # the commit is durable: report, never make the caller retry the write
         log.warning("the write committed, but a table service after it failed: %s", exc, exc_info=True)
         out["service_error"] = str(exc)
+    return out
+
+
+def catalog_sync(spark: SparkSession, table: HudiTable, cfg: HudiConfig) -> Mapping[str, Any]:
+    """Sync the table to its catalogs after the write and its services (Hudi's meta sync): the
+    reports as ``catalog_sync``, a failure also as ``sync_error`` (never raised: the write is
+    committed, and the next sync catches the catalog up). The session's cached view of each synced
+    table is refreshed, as Hudi's Spark writer does, so its next query sees the new commit."""
+    try:
+        reports = sync_catalogs(table, cfg, spark_version=spark.version)
+    except Exception as exc:  # bad sync settings found only now, or a client that cannot be built
+        log.warning("the write committed, but its catalog sync failed: %s", exc, exc_info=True)
+        return {"sync_error": str(exc)}
+    out: dict[str, Any] = {"catalog_sync": [r.as_dict() for r in reports]}
+    errors = [f"{r.catalog}: {r.error}" for r in reports if r.error]
+    if errors:
+        out["sync_error"] = "; ".join(errors)
+    for name in {t for r in reports if not r.error for t in r.tables}:
+        try:
+            if spark.catalog.tableExists(name):
+                spark.catalog.refreshTable(name)
+        except Exception:  # noqa: S110 - a session without that catalog has nothing cached to refresh
+            pass
     return out

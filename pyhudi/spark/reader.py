@@ -73,7 +73,7 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
     that would miss files fails with :class:`HudiRetentionError` instead of returning partial data.
     """
     table.config.check_data_table(merges=False)
-    query = cfg.get(C.QUERY_TYPE)
+    query = C.query_type(cfg)
     if query == "incremental":
         plan = plan_incremental(table, cfg.get(C.BEGIN_INSTANT), cfg.get(C.END_INSTANT),
                                 fallback=cfg.get(C.INCR_FALLBACK_FULL_SCAN), holes=cfg.get(C.TIMELINE_HOLES_POLICY))
@@ -246,7 +246,7 @@ def _pruned_partitions(table: HudiTable, predicate: Predicate, schema: T.StructT
 def schema_instant(cfg: HudiConfig) -> str | None:
     """The instant whose table schema a query reads: the time-travel instant, else the latest
     (incremental pulls read the latest schema, as Hudi's do)."""
-    return cfg.get(C.AS_OF_INSTANT) if cfg.get(C.QUERY_TYPE) != "incremental" else None
+    return cfg.get(C.AS_OF_INSTANT) if C.query_type(cfg) != "incremental" else None
 
 
 def spark_schema(spark: SparkSession, table: HudiTable, *, arrow: pa.Schema | None = None,

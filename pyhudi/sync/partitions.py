@@ -158,31 +158,43 @@ def partition_changes(table: HudiTable, *, last_synced: str | None, last_synced_
                             last_synced_completion=synced_completion)
 
 
-def partition_values(path: str, fields: Sequence[str], *, hive_style: bool) -> list[str]:
-    """The catalog values of a relative partition path, as Hudi's inferred extractor gives them
-    (docs/catalog-sync.md §3.3): no fields → ``NonPartitionedExtractor`` (``[]``); one field and hive
+def partition_values(path: str, fields: Sequence[str], *, hive_style: bool, extractor: str | None = None) -> list[str]:
+    """The catalog values of a relative partition path, as Hudi's extractor gives them
+    (docs/catalog-sync.md §3.3). ``extractor`` names the class (simple name is enough); unset, it is
+    inferred as Hudi infers it: no fields → ``NonPartitionedExtractor`` (``[]``); one field and hive
     style → ``HiveStylePartitionValueExtractor`` (one ``k=v``); one field otherwise →
     ``SinglePartPartitionValueExtractor`` (the whole path, slashes included); several fields →
     ``MultiPartKeysValueExtractor`` (each ``/`` segment, ``k=v`` → ``v``). The value count must equal
     the field count: a catalog would otherwise file the partition under the wrong columns."""
-    if not fields:
+    kind = (extractor or "").rsplit(".", 1)[-1]
+    if not kind:
+        kind = ("NonPartitionedExtractor" if not fields else "MultiPartKeysValueExtractor" if len(fields) > 1
+                else "HiveStylePartitionValueExtractor" if hive_style else "SinglePartPartitionValueExtractor")
+    if kind == "NonPartitionedExtractor":
         return []
-    if len(fields) == 1:
-        if not hive_style:
-            return [path]
+    if kind == "SinglePartPartitionValueExtractor":
+        values = [path]
+    elif kind == "HiveStylePartitionValueExtractor":
         key, sep, value = path.partition("=")
         if not sep or "/" in path or "=" in value:
             raise HudiPartitionValueError(f"partition path {path!r} is not one hive-style segment 'field=value'")
-        return [value]
-    values = []
-    for segment in path.split("/") if path else []:
-        if "=" in segment:
-            parts = segment.split("=")
-            if len(parts) != 2:
-                raise HudiPartitionValueError(f"partition path segment {segment!r} of {path!r} has more than one '='")
-            values.append(parts[1])
-        else:
-            values.append(segment)
+        values = [value]
+    elif kind == "SlashEncodedDayPartitionValueExtractor":
+        parts = [seg.split("=")[-1] for seg in path.split("/")]
+        if len(parts) != 3:
+            raise HudiPartitionValueError(f"partition path {path!r} is not yyyy/mm/dd")
+        values = ["-".join(parts)]
+    else:
+        values = []
+        for segment in path.split("/") if path else []:
+            if "=" in segment:
+                parts = segment.split("=")
+                if len(parts) != 2:
+                    raise HudiPartitionValueError(
+                        f"partition path segment {segment!r} of {path!r} has more than one '='")
+                values.append(parts[1])
+            else:
+                values.append(segment)
     if len(values) != len(fields):
         raise HudiPartitionValueError(
             f"partition path {path!r} gives {len(values)} values for {len(fields)} partition fields {list(fields)}")

@@ -1,0 +1,253 @@
+"""One sync of a Hudi table to a catalog: Hudi's ``HiveSyncTool`` / ``AwsGlueCatalogSyncTool``,
+with the calls held to what changed.
+
+For each catalog table of the Hudi table (:func:`~pyhudi.sync.entries.sync_targets`):
+
+1. ``get_table``. Absent: create it (and its database), register every live partition, done.
+   Registered at another location: drop and register afresh (Hudi does the same).
+2. Partition changes since its ``last_commit_time_sync``
+   (:func:`~pyhudi.sync.partitions.partition_changes`). Partitions that appeared or disappeared
+   since then are looked up in the catalog (one batched read) and added, re-pointed or dropped in
+   one batched call per kind; partitions merely written again are not looked up, as nothing about
+   them can have changed. A full comparison (never synced, the synced instant archived, a restore,
+   ``hoodie.meta.sync.incremental=false``) lists the catalog's partitions instead.
+3. One table update carrying the schema, the properties and the new ``last_commit_time_sync``, after
+   the partitions: a sync that fails midway leaves the old sync point, so the next one redoes the
+   range; every step is idempotent. With ``condition.sync`` the update is skipped when it would
+   only move the sync point.
+
+A failure is returned in the report, never raised by :func:`sync_catalogs`: the data commit it
+follows is durable, and the next sync catches the catalog up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.errors import HudiError
+from pyhudi.sync.catalog import CatalogClient, PartitionEntry, TableEntry
+from pyhudi.sync.entries import (
+    LAST_SYNC,
+    LAST_SYNC_COMPLETION,
+    SyncSettings,
+    SyncTarget,
+    check_schema_change,
+    partition_entry,
+    table_entry,
+    table_location,
+)
+from pyhudi.sync.partitions import live_partitions, partition_changes
+from pyhudi.table.table import HudiTable
+
+__all__ = ["SyncReport", "catalog_clients", "sync_catalogs", "sync_enabled", "sync_table"]
+
+log = logging.getLogger("pyhudi")
+_DATABASE_DESCRIPTION = "automatically created by pyhudi"
+
+
+@dataclass
+class SyncReport:
+    """What one sync did in one catalog: tables created, partitions added/updated/dropped, whether
+    the schema changed, the instant now recorded as synced, the catalog calls by API, the time, and
+    the error that stopped it (None when it completed)."""
+
+    catalog: str
+    tables: tuple[str, ...] = ()
+    created: list[str] = field(default_factory=list)
+    added: int = 0
+    updated: int = 0
+    dropped: int = 0
+    schema_changed: bool = False
+    last_synced: str | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, [], (), {}, 0, False) or k == "catalog"}
+
+
+def sync_enabled(cfg: HudiConfig) -> bool:
+    """Whether a write syncs: ``hoodie.datasource.meta.sync.enable`` or Hudi's legacy
+    ``hoodie.datasource.hive_sync.enable``."""
+    return bool(cfg.get(C.META_SYNC_ENABLE) or cfg.get(C.HIVE_SYNC_ENABLE))
+
+
+def catalog_clients(cfg: HudiConfig) -> list[CatalogClient]:
+    """The clients of the catalogs ``hoodie.meta.sync.client.tool.class`` names (mode ``glue`` adds
+    Glue, as Hudi's Spark writer does)."""
+    tools = list(cfg.get(C.SYNC_TOOLS))
+    if cfg.get(C.SYNC_MODE) == "glue" and C.GLUE_SYNC_TOOL not in tools:
+        tools.append(C.GLUE_SYNC_TOOL)
+    clients: list[CatalogClient] = []
+    for tool in tools:
+        if tool == C.HIVE_SYNC_TOOL:
+            from pyhudi.sync.hms import HiveMetastoreClient
+            clients.append(HiveMetastoreClient(cfg.get(C.METASTORE_URIS)))
+        else:
+            from pyhudi.sync.glue import GlueClient
+            clients.append(GlueClient(region=cfg.get(C.GLUE_REGION), endpoint=cfg.get(C.GLUE_ENDPOINT),
+                                      skip_archive=cfg.get(C.GLUE_SKIP_ARCHIVE),
+                                      access_key=cfg.get(C.AWS_ACCESS_KEY), secret_key=cfg.get(C.AWS_SECRET_KEY),
+                                      session_token=cfg.get(C.AWS_SESSION_TOKEN)))
+    return clients
+
+
+def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[CatalogClient] | None = None,
+                  spark_version: str | None = None) -> list[SyncReport]:
+    """Sync ``table`` to every configured catalog; one report per catalog, failures included."""
+    settings = SyncSettings.of(table, cfg, spark_version=spark_version)
+    reports = []
+    for client in (catalog_clients(cfg) if clients is None else clients):
+        report = sync_table(table, client, settings)
+        if report.error:
+            logger = log.info if cfg.get(C.IGNORE_EXCEPTIONS) else log.warning
+            logger("the %s sync of %s failed (the data commit stands; the next sync catches up): %s",
+                   report.catalog, table.path, report.error)
+        reports.append(report)
+    return reports
+
+
+def sync_table(table: HudiTable, client: CatalogClient, settings: SyncSettings) -> SyncReport:
+    """Sync every catalog table of ``table`` to one catalog; errors end up in the report."""
+    report = SyncReport(client.kind, tables=tuple(f"{settings.database}.{t.name}" for t in settings.targets))
+    before = dict(client.calls)
+    started = time.monotonic()
+    try:
+        for target in settings.targets:
+            try:
+                _sync_one(table, client, settings, target, report)
+            except HudiError:
+                if not settings.recreate_on_error or client.get_table(settings.database, target.name) is None:
+                    raise
+                log.warning("re-registering %s.%s after a failed sync", settings.database, target.name)
+                client.drop_table(settings.database, target.name)
+                _sync_one(table, client, settings, target, report)
+    except HudiError as exc:
+        report.error = str(exc)
+    except OSError as exc:  # a connection failure a client did not wrap
+        report.error = f"{type(exc).__name__}: {exc}"
+    report.calls = {k: v - before.get(k, 0) for k, v in client.calls.items() if v - before.get(k, 0)}
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, target: SyncTarget,
+              report: SyncReport) -> None:
+    remote = client.get_table(settings.database, target.name)
+    if remote is not None and _bare(remote.storage.location) != _bare(table_location(table)):
+        log.warning("%s.%s is registered at %s, not at %s: registering it afresh", settings.database,
+                    target.name, remote.storage.location, table.path)
+        client.drop_table(settings.database, target.name)
+        remote = None
+    if remote is None:
+        _create(table, client, settings, target, report)
+        return
+    last = remote.parameters.get(LAST_SYNC) or None
+    changes = partition_changes(table, last_synced=last, last_synced_completion=remote.parameters.get(
+        LAST_SYNC_COMPLETION) or None, full=not settings.incremental)
+    desired = table_entry(table, settings, target, kind=client.kind, last_synced=changes.last_synced,
+                          last_synced_completion=changes.last_synced_completion)
+    columns_changed = check_schema_change(remote, desired)
+    partitions_changed = False
+    if settings.partition_fields and not settings.no_partition_metadata:
+        if changes.full:
+            current = client.get_partitions(remote)
+            wanted = [partition_entry(table, settings, p) for p in sorted(live_partitions(table))]
+            gone = set(current) - {p.values for p in wanted}
+        else:
+            wanted = [partition_entry(table, settings, p) for p in changes.added]
+            dropped = [settings.values(p) for p in changes.dropped]
+            current = client.get_partitions(remote, [p.values for p in wanted] + dropped) if wanted or dropped \
+                else {}
+            gone = {v for v in dropped if v in current}
+        partitions_changed = _apply(client, desired, wanted, current, gone, report)
+    merged = _merged(remote, desired)
+    changed = columns_changed or partitions_changed or _differs(remote, merged, ignore=(LAST_SYNC,
+                                                                                         LAST_SYNC_COMPLETION))
+    if changed or (not settings.conditional and _differs(remote, merged, ignore=())):
+        client.update_table(merged, cascade=columns_changed and bool(desired.partition_keys))
+        report.schema_changed |= columns_changed
+    report.last_synced = changes.last_synced
+
+
+def _create(table: HudiTable, client: CatalogClient, settings: SyncSettings, target: SyncTarget,
+            report: SyncReport) -> None:
+    """Register a table not in the catalog, with every live partition."""
+    if settings.auto_create_database and not client.database_exists(settings.database):
+        client.create_database(settings.database, description=_DATABASE_DESCRIPTION)
+    changes = partition_changes(table, last_synced=None)
+    entry = table_entry(table, settings, target, kind=client.kind, last_synced=changes.last_synced,
+                        last_synced_completion=changes.last_synced_completion)
+    # the partitions first, as a table whose sync point is set must have them: register the table
+    # without one, add the partitions, then record the sync point
+    bare = replace(entry, parameters={k: v for k, v in entry.parameters.items()
+                                      if k not in (LAST_SYNC, LAST_SYNC_COMPLETION)})
+    client.create_table(bare)
+    report.created.append(f"{settings.database}.{target.name}")
+    if settings.partition_fields and not settings.no_partition_metadata and changes.added:
+        client.add_partitions(entry, [partition_entry(table, settings, p) for p in changes.added])
+        report.added += len(changes.added)
+    if entry.parameters != bare.parameters:
+        client.update_table(entry, cascade=False)
+    report.last_synced = changes.last_synced
+
+
+def _apply(client: CatalogClient, table: TableEntry, wanted: Iterable[PartitionEntry],
+           current: Mapping[tuple[str, ...], str], gone: Iterable[tuple[str, ...]], report: SyncReport) -> bool:
+    """Add the wanted partitions the catalog lacks, re-point those at another location, drop the
+    gone ones: one batched call per kind, none when a kind is empty. Whether anything changed."""
+    add: list[PartitionEntry] = []
+    update: list[PartitionEntry] = []
+    for part in wanted:
+        at = current.get(part.values)
+        if at is None:
+            add.append(part)
+        elif _bare(at) != _bare(part.location):
+            update.append(part)
+    drop = sorted(gone)
+    if add:
+        client.add_partitions(table, add)
+        report.added += len(add)
+    if update:
+        client.update_partitions(table, update)
+        report.updated += len(update)
+    if drop:
+        client.drop_partitions(table, drop)
+        report.dropped += len(drop)
+    return bool(add or update or drop)
+
+
+def _merged(remote: TableEntry, desired: TableEntry) -> TableEntry:
+    """``desired`` keeping what others put in the catalog: parameters and serde parameters pyhudi
+    does not set stay (the metastore's ``transient_lastDdlTime``, a user's comment, Glue's own)."""
+    params = {**remote.parameters, **desired.parameters}
+    serde = {**remote.storage.serde_parameters, **desired.storage.serde_parameters}
+    return replace(desired, parameters=params, storage=replace(desired.storage, serde_parameters=serde),
+                   owner=remote.owner or desired.owner)
+
+
+def _differs(remote: TableEntry, merged: TableEntry, *, ignore: tuple[str, ...]) -> bool:
+    """Whether writing ``merged`` would change the catalog, leaving the ``ignore`` parameters aside."""
+    def params(entry: TableEntry) -> dict[str, str]:
+        return {k: v for k, v in entry.parameters.items() if k not in ignore}
+    a, b = remote.storage, merged.storage
+    return (params(remote) != params(merged) or dict(a.serde_parameters) != dict(b.serde_parameters)
+            or (a.input_format, a.output_format, a.serde) != (b.input_format, b.output_format, b.serde)
+            or _bare(a.location) != _bare(b.location) or remote.table_type != merged.table_type)
+
+
+def _bare(location: str) -> str:
+    """A location without its scheme, as Hudi compares them: ``s3a://b/t`` = ``s3://b/t`` (Glue
+    holds the latter), ``file:/t`` = ``file:///t`` = ``/t``."""
+    parts = urlsplit(location)
+    if not parts.scheme:
+        return location.rstrip("/") or "/"
+    return parts.netloc + (parts.path.rstrip("/") or "/")
