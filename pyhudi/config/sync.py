@@ -196,6 +196,9 @@ GLUE_SKIP_ARCHIVE = option(
 GLUE_METADATA_LISTING = option(
     "hoodie.datasource.meta.sync.glue.metadata_file_listing", False,
     "Glue: recorded as the table parameter hudi.metadata-listing-enabled (Athena reads it).", parse_bool)
+GLUE_CATALOG_ID = option(
+    "hoodie.datasource.meta.sync.glue.catalogId", None,
+    "Glue: the catalog (AWS account id) to sync to; the caller's account when unset.", parse_str)
 GLUE_ENDPOINT = option(
     "hoodie.aws.glue.endpoint", None, "Glue endpoint URL (AWS's default when unset).", parse_str)
 GLUE_REGION = option(

@@ -43,6 +43,8 @@ from pyhudi.table.incremental import latest_offset, start_offset
 from pyhudi.table.table import HudiTable, as_storage
 
 NAME = "hudi"
+#: options a catalog table's schema records for this source (see HudiDataSource._adopt_catalog_options)
+CATALOG_OPTIONS = ("path", "hoodie.query.as.ro.table")
 
 
 def register(spark: SparkSession) -> None:
@@ -81,7 +83,7 @@ class HudiDataSource(DataSource):
     def _path(self) -> str:
         path = self.options.get("path")
         if not path:
-            raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)" + repr(dict(self.options)))
+            raise HudiConfigError("spark.read.format('hudi') needs the table's path: .load(path)")
         return str(path)
 
     def _storage(self) -> Storage:
@@ -100,7 +102,28 @@ class HudiDataSource(DataSource):
         return from_arrow_schema(schema)  # types pyhudi does not map itself (timestamps, ...)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        self._adopt_catalog_options(schema)
         return HudiReader(self._storage(), dict(self.options), schema)
+
+    def _adopt_catalog_options(self, schema: StructType) -> None:
+        """Take the path (and ``hoodie.query.as.ro.table``) of a catalog table from its schema.
+
+        A catalog table whose provider is ``hudi`` (Hudi's sync registers them so) reaches this source
+        with none of its options: Spark 4 hands a catalog table's schema to a Python source, not its
+        storage properties, so the ``path`` serde property never arrives. pyhudi's sync therefore
+        also records them in the first field's metadata of the schema it registers
+        (:func:`pyhudi.sync.entries.spark_schema_json`); options given to the read come first.
+        """
+        if self.options.get("path") or not schema.fields:
+            return
+        recorded = {k: str(v) for k, v in schema.fields[0].metadata.items() if k in CATALOG_OPTIONS}
+        if not recorded.get("path"):
+            raise HudiConfigError(
+                "this catalog table reaches spark's hudi source without its path: Spark passes a Python source "
+                "no storage properties of catalog tables, and its schema does not record the path (it was "
+                "registered by another tool); sync it once with pyhudi (pyhudi sync --path <table>) or read it "
+                "with spark.read.format('hudi').load(<table path>)")
+        self.options = {**recorded, **dict(self.options)}
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (Spark's name)
         storage = self._storage()

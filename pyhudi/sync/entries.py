@@ -195,11 +195,19 @@ def _spark_field(f: pa.Field) -> dict[str, Any]:
     return {"name": f.name, "type": _spark_type(f.type), "nullable": f.nullable, "metadata": {}}
 
 
-def spark_schema_json(data: list[pa.Field], partition: list[pa.Field]) -> str:
+def spark_schema_json(data: list[pa.Field], partition: list[pa.Field], *,
+                      source_options: Mapping[str, str] | None = None) -> str:
     """The Spark schema Hudi records in ``spark.sql.sources.schema.part.N``: data columns, then the
-    partition columns (Spark requires them last), compact JSON as Spark writes it."""
-    schema = {"type": "struct", "fields": [_spark_field(f) for f in [*data, *partition]]}
-    return json.dumps(schema, separators=(",", ":"))
+    partition columns (Spark requires them last), compact JSON as Spark writes it.
+
+    ``source_options`` go into the first field's metadata: Spark 4 gives a Python data source a
+    catalog table's schema but none of its storage properties, so this is how pyhudi's ``hudi``
+    source learns the table's path when a query names the catalog table (Hudi writes empty
+    metadata; a JVM reader ignores the entries)."""
+    fields = [_spark_field(f) for f in [*data, *partition]]
+    if source_options and fields:
+        fields[0]["metadata"] = dict(source_options)
+    return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
 
 def _columns(table: HudiTable, settings: SyncSettings) -> tuple[list[pa.Field], list[pa.Field]]:
@@ -240,7 +248,8 @@ def table_entry(table: HudiTable, settings: SyncSettings, target: SyncTarget, *,
         params["spark.sql.sources.provider"] = "hudi"
         if settings.spark_version:
             params["spark.sql.create.version"] = settings.spark_version
-        text = spark_schema_json(data, partition)
+        text = spark_schema_json(data, partition, source_options={
+            "path": location, "hoodie.query.as.ro.table": str(target.read_optimized).lower()})
         parts = max(1, math.ceil(len(text) / settings.schema_threshold))
         params["spark.sql.sources.schema.numParts"] = str(parts)
         for i in range(parts):

@@ -94,6 +94,7 @@ def catalog_clients(cfg: HudiConfig) -> list[CatalogClient]:
         else:
             from pyhudi.sync.glue import GlueClient
             clients.append(GlueClient(region=cfg.get(C.GLUE_REGION), endpoint=cfg.get(C.GLUE_ENDPOINT),
+                                      catalog_id=cfg.get(C.GLUE_CATALOG_ID),
                                       skip_archive=cfg.get(C.GLUE_SKIP_ARCHIVE),
                                       access_key=cfg.get(C.AWS_ACCESS_KEY), secret_key=cfg.get(C.AWS_SECRET_KEY),
                                       session_token=cfg.get(C.AWS_SESSION_TOKEN)))
@@ -175,6 +176,11 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
     if changed or (not settings.conditional and _differs(remote, merged, ignore=())):
         client.update_table(merged, cascade=columns_changed and bool(desired.partition_keys))
         report.schema_changed |= columns_changed
+        if client.kind == "glue" and desired.partition_keys and _types_changed(remote, desired):
+            # Glue partitions keep their own columns and Glue has no cascade: re-point every
+            # partition at the new descriptor, as Hudi does after a type change
+            current = client.get_partitions(merged)
+            client.update_partitions(merged, [PartitionEntry(v, at) for v, at in sorted(current.items())])
     report.last_synced = changes.last_synced
 
 
@@ -223,6 +229,12 @@ def _apply(client: CatalogClient, table: TableEntry, wanted: Iterable[PartitionE
         client.drop_partitions(table, drop)
         report.dropped += len(drop)
     return bool(add or update or drop)
+
+
+def _types_changed(remote: TableEntry, desired: TableEntry) -> bool:
+    """Whether a column kept its name but changed its type (added columns are not a type change)."""
+    old = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.storage.columns}
+    return any(old.get(c.name.lower(), c.type) != c.type for c in desired.storage.columns)
 
 
 def _merged(remote: TableEntry, desired: TableEntry) -> TableEntry:
