@@ -121,3 +121,16 @@ def s3_spark(spark, s3_server):
 def s3_bucket(s3_server) -> str:
     """A fresh, empty bucket on the S3 server."""
     return s3_server.make_bucket(f"pyhudi-test-{next(_BUCKETS)}-{os.getpid()}")
+
+
+@pytest.fixture(scope="session")
+def hms_server(tmp_path_factory):
+    """Hive 2.3's metastore from PySpark's jars on 127.0.0.1, started for this test session
+    (tests/hms_server.py)."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not on PATH: the Hive metastore tests need a JVM to run the metastore")
+    from hms_server import HiveMetastoreServer
+
+    server = HiveMetastoreServer(tmp_path_factory.mktemp("hms"))
+    yield server
+    server.stop()
