@@ -10,7 +10,7 @@ import uuid
 
 import boto3
 import hudi
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from s3server import ACCESS_KEY, REGION, SECRET_KEY
 
@@ -36,7 +36,7 @@ ops = st.one_of(
 
 def _options(name: str, table_type: str, hms_uri: str, glue_endpoint: str) -> dict[str, str]:
     return {
-        "hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.table.name": name, "hoodie.datasource.write.recordkey.field": "key,region",
         "hoodie.datasource.write.partitionpath.field": "region,day",
         "hoodie.datasource.write.hive_style_partitioning": "true",
         "hoodie.datasource.write.precombine.field": "ts", "hoodie.table.type": table_type,
@@ -76,6 +76,12 @@ def hms_partitions(uri: str, name: str) -> set[tuple[str, ...]]:
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
 @given(table_type=st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), steps=st.lists(ops, min_size=2, max_size=5))
+@example(table_type="MERGE_ON_READ", steps=[
+    ("upsert", {PARTITIONS[1], PARTITIONS[2]}, 2), ("failed_sync", {PARTITIONS[3]}, 1),
+    ("delete_partition", {PARTITIONS[0]}, 0), ("insert_overwrite", {PARTITIONS[1]}, 1)])
+@example(table_type="COPY_ON_WRITE", steps=[
+    ("upsert", {PARTITIONS[1], PARTITIONS[2], PARTITIONS[3]}, 3), ("insert_overwrite_table", {PARTITIONS[3]}, 1),
+    ("clean", frozenset(), 0), ("upsert", {PARTITIONS[0]}, 1)])
 def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server, s3_server, table_type, steps):
     name = f"model_{next(_NAMES)}_{uuid.uuid4().hex[:6]}"
     path = str(tmp_path_factory.mktemp("sync") / name)
@@ -97,6 +103,9 @@ def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server
                                "hoodie.aws.glue.endpoint": "http://127.0.0.1:9"})
             op = "upsert"
         if op == "delete_partition":
+            parts = {p for p in parts if p in live_partitions(path)}
+            if not parts:
+                continue  # Hudi refuses to delete partitions the table does not have
             spark_df = spark.createDataFrame([], SCHEMA)
             write_opts["hoodie.datasource.write.partitions.to.delete"] = ",".join(
                 f"region={r}/day={d}" for r, d in sorted(parts))
@@ -121,6 +130,6 @@ def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server
         assert glue_partitions(glue, table_name) == live, (table_name, steps)
     # a re-run with nothing new makes no catalog write
     for report in pyhudi.sync_catalog(path, opts):
-        writes = {k: v for k, v in report.calls.items() if not k.lower().startswith("get")}
+        writes = {k: v for k, v in report.calls.items() if "get" not in k.lower()}
         assert writes == {}, report
 
