@@ -1,7 +1,8 @@
 """The services a write runs once it committed, registered as hooks on its commit point.
 
 After a write Hudi runs, in this order: inline compaction (merge-on-read), inline clustering,
-then clean and archival, then the catalog sync. They are post-commit hooks of the write's
+then clean and archival; then, once the write let go of the table lock, the catalog sync
+(:func:`catalog_sync`: a slow catalog must not keep other writers waiting). They are post-commit hooks of the write's
 :class:`~pyhudi.commit.point.CommitPoint` because they need Spark and the service policies, which
 the commit package must not import. The write is durable when they run: a failing service is
 reported in the write's figures (``service_error``), never raised, so the caller never retries a
@@ -25,7 +26,7 @@ from pyhudi.services.archival import archive
 from pyhudi.services.clean import clean
 from pyhudi.spark.clustering_job import inline_clustering
 from pyhudi.spark.compaction_job import inline_compaction
-from pyhudi.sync.tool import sync_catalogs, sync_enabled
+from pyhudi.sync.tool import sync_catalogs
 from pyhudi.table.table import HudiTable
 
 log = logging.getLogger("pyhudi")
@@ -40,8 +41,6 @@ def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable,
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
         point.add_hook(lambda _instant: inline_service("clustering", lambda: inline_clustering(spark, table, cfg)))
     point.add_hook(lambda _instant: timed_table_services(table, cfg))
-    if sync_enabled(cfg):
-        point.add_hook(lambda _instant: catalog_sync(spark, table, cfg))
 
 
 def inline_service(name: str, run: Callable[[], list[str]]) -> Mapping[str, Any]:

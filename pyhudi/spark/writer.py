@@ -46,7 +46,7 @@ from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
 from pyhudi.spark.keygen import check_partitions, field_type
 from pyhudi.spark.pipeline import Pipeline
-from pyhudi.spark.post_commit import register_services
+from pyhudi.spark.post_commit import catalog_sync, register_services
 from pyhudi.spark.record_index_job import builder as record_index_builder
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.spark.storage_conf import table_storage
@@ -61,6 +61,7 @@ from pyhudi.spark.write_options import (
     version_change,
 )
 from pyhudi.storage import Storage
+from pyhudi.sync.tool import sync_enabled
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import REPLACE_COMMIT
 from pyhudi.timeline.timeline import commit_action_for
@@ -95,7 +96,10 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
             if to_version is not None:
                 move_table_version(df.sparkSession, request.table, to_version, request.cfg)
                 request = check_request(storage, HudiConfig.of(options), mode)  # against the moved table
-        return _write(df, storage, path, request, hold, extra_metadata=extra_metadata, started=started)
+        result = _write(df, storage, path, request, hold, extra_metadata=extra_metadata, started=started)
+    if result.instant_time is not None and sync_enabled(request.cfg):  # the lock is let go: a slow catalog
+        result.stats.update(catalog_sync(df.sparkSession, HudiTable(storage), request.cfg))  # blocks no writer
+    return result
 
 
 def move_table_version(spark: SparkSession, table: HudiTable, to_version: int, cfg: HudiConfig) -> None:
