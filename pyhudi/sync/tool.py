@@ -90,7 +90,7 @@ def catalog_clients(cfg: HudiConfig) -> list[CatalogClient]:
     for tool in tools:
         if tool == C.HIVE_SYNC_TOOL:
             from pyhudi.sync.hms import HiveMetastoreClient
-            clients.append(HiveMetastoreClient(cfg.get(C.METASTORE_URIS)))
+            clients.append(HiveMetastoreClient(cfg.get(C.METASTORE_URIS), batch_size=cfg.get(C.BATCH_NUM)))
         else:
             from pyhudi.sync.glue import GlueClient
             clients.append(GlueClient(region=cfg.get(C.GLUE_REGION), endpoint=cfg.get(C.GLUE_ENDPOINT),
