@@ -133,3 +133,25 @@ def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server
         writes = {k: v for k, v in report.calls.items() if "get" not in k.lower()}
         assert writes == {}, report
 
+
+
+def test_a_table_on_s3_registers_in_glue_at_its_s3_location(s3_spark, s3_server, s3_bucket):
+    """Glue holds ``s3://`` where the table is ``s3a://`` (as Hudi registers it); later syncs see
+    the same location, not a moved table, and keep the partitions."""
+    path = f"s3a://{s3_bucket}/drones"
+    opts = {**_options("on_s3", "COPY_ON_WRITE", "thrift://127.0.0.1:9", s3_server.endpoint),
+            "hoodie.meta.sync.client.tool.class": "org.apache.hudi.aws.sync.AwsGlueCatalogSyncTool",
+            "hoodie.datasource.hive_sync.database": "s3lake", **s3_server.storage_options}
+    for ts, parts in ((1, {PARTITIONS[0]}), (2, {PARTITIONS[0], PARTITIONS[3]})):
+        result = pyhudi.write(s3_spark.createDataFrame(_rows(["k0", "k1"], parts, ts), SCHEMA), path, opts)
+        assert "sync_error" not in result.stats, result.stats
+    report = result.stats["catalog_sync"][0]
+    assert "created" not in report and report["added"] == 1, report  # not re-registered as moved
+    glue = boto3.client("glue", endpoint_url=s3_server.endpoint, region_name=REGION,
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+    table = glue.get_table(DatabaseName="s3lake", Name="on_s3")["Table"]
+    assert table["StorageDescriptor"]["Location"] == f"s3://{s3_bucket}/drones"
+    pages = glue.get_paginator("get_partitions").paginate(DatabaseName="s3lake", TableName="on_s3")
+    locations = sorted(p["StorageDescriptor"]["Location"] for page in pages for p in page["Partitions"])
+    assert locations == [f"s3://{s3_bucket}/drones/region=eu/day=2024-01-01",
+                         f"s3://{s3_bucket}/drones/region=us/day=2024-01-02"]
