@@ -58,6 +58,7 @@ def test_partition_values_and_locations(interop_dir, tmp_path):
     # MultiPartKeysValueExtractor, SinglePartPartitionValueExtractor, NonPartitionedExtractor
     assert partition_values("y=2024/m=01/dd", ["y", "m", "d"], hive_style=True) == ["2024", "01", "dd"]
     assert partition_values("2024/01/02", ["d"], hive_style=False) == ["2024/01/02"]
+    assert partition_values("ts=2023/11/14", ["ts"], hive_style=True) == ["2023/11/14"]  # as Hudi splits it
     assert partition_values("", [], hive_style=False) == []
     for bad, fields, hive in [("a=1/b=2", ["a"], True), ("a", ["a"], True), ("a=1=2/b", ["a", "b"], False),
                               ("a=1", ["a", "b"], True)]:

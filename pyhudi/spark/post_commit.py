@@ -26,6 +26,7 @@ from pyhudi.services.archival import archive
 from pyhudi.services.clean import clean
 from pyhudi.spark.clustering_job import inline_clustering
 from pyhudi.spark.compaction_job import inline_compaction
+from pyhudi.storage import Storage
 from pyhudi.sync.tool import sync_catalogs
 from pyhudi.table.table import HudiTable
 
@@ -81,14 +82,14 @@ def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
     return out
 
 
-def catalog_sync(spark: SparkSession, table: HudiTable, cfg: HudiConfig) -> Mapping[str, Any]:
+def catalog_sync(spark: SparkSession, storage: Storage, cfg: HudiConfig) -> Mapping[str, Any]:
     """Sync the table to its catalogs after the write and its services (Hudi's meta sync): the
     reports as ``catalog_sync``, a failure also as ``sync_error`` (never raised: the write is
     committed, and the next sync catches the catalog up). The session's cached view of each synced
     table is refreshed, as Hudi's Spark writer does, so its next query sees the new commit."""
     try:
-        reports = sync_catalogs(table, cfg, spark_version=spark.version)
-    except Exception as exc:  # bad sync settings found only now, or a client that cannot be built
+        reports = sync_catalogs(HudiTable(storage), cfg, spark_version=spark.version)
+    except Exception as exc:  # the table unreadable just now, or sync settings that do not fit it
         log.warning("the write committed, but its catalog sync failed: %s", exc, exc_info=True)
         return {"sync_error": str(exc)}
     out: dict[str, Any] = {"catalog_sync": [r.as_dict() for r in reports]}

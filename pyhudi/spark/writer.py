@@ -98,7 +98,7 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
                 request = check_request(storage, HudiConfig.of(options), mode)  # against the moved table
         result = _write(df, storage, path, request, hold, extra_metadata=extra_metadata, started=started)
     if result.instant_time is not None and sync_enabled(request.cfg):  # the lock is let go: a slow catalog
-        result.stats.update(catalog_sync(df.sparkSession, HudiTable(storage), request.cfg))  # blocks no writer
+        result.stats.update(catalog_sync(df.sparkSession, storage, request.cfg))  # blocks no writer
     return result
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.errors import HudiConfigError, HudiSchemaError
+from pyhudi.errors import HudiConfigError, HudiSchemaError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.sync.catalog import Column, PartitionEntry, StorageEntry, TableEntry
 from pyhudi.sync.partitions import partition_location, partition_values
@@ -150,6 +150,8 @@ def hive_type(dtype: pa.DataType, *, support_timestamp: bool) -> str:
             return "date"
         if pa.types.is_timestamp(t):
             return "timestamp" if support_timestamp else "bigint"
+        if pa.types.is_time32(t) or pa.types.is_time64(t):  # parquet INT32 TIME_MILLIS / INT64 TIME_MICROS
+            return "int" if pa.types.is_time32(t) else "bigint"
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             return f"array<{of(t.value_type)}>"
         if pa.types.is_map(t):
@@ -180,6 +182,8 @@ def _spark_type(dtype: pa.DataType) -> Any:
         return "date"
     if pa.types.is_timestamp(dtype):
         return "timestamp"
+    if pa.types.is_time32(dtype) or pa.types.is_time64(dtype):
+        return "integer" if pa.types.is_time32(dtype) else "long"
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         return {"type": "array", "elementType": _spark_type(dtype.value_type),
                 "containsNull": dtype.value_field.nullable}
@@ -213,6 +217,10 @@ def spark_schema_json(data: list[pa.Field], partition: list[pa.Field], *,
 def _columns(table: HudiTable, settings: SyncSettings) -> tuple[list[pa.Field], list[pa.Field]]:
     """(data columns, partition columns) of the latest schema: partition fields leave the data
     columns; one missing from the schema becomes a non-null string, as Hudi registers it."""
+    if table.config.base_file_format != "PARQUET":
+        raise HudiUnsupportedError(
+            f"{table.path} keeps {table.config.base_file_format} base files; pyhudi registers parquet tables only "
+            "(Hudi's sync registers this one with its own input format)")
     schema = table.arrow_schema()
     if schema is None:
         raise HudiConfigError(f"{table.path} has no completed write yet: sync it after its first commit")
@@ -280,6 +288,14 @@ def partition_entry(table: HudiTable, settings: SyncSettings, path: str) -> Part
 def check_schema_change(remote: TableEntry, desired: TableEntry) -> bool:
     """Whether the columns changed; a change Hudi's sync would refuse raises (a type narrowed or
     replaced: readers of the catalog would misread the files already written)."""
+    keys = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.partition_keys}
+    for col in desired.partition_keys:
+        if keys.get(col.name.lower(), col.type) != col.type or len(keys) != len(desired.partition_keys):
+            raise HudiSchemaError(
+                f"{desired.database}.{desired.name}: the catalog partitions it by "
+                f"{[f'{c.name} {c.type}' for c in remote.partition_keys]}, the table by "
+                f"{[f'{c.name} {c.type}' for c in desired.partition_keys]}; a catalog cannot change partition columns: "
+                "drop the catalog table to register it afresh")
     old = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.storage.columns}
     for col in desired.storage.columns:
         before = old.get(col.name.lower())

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pyhudi.errors import HudiError, HudiInstantNotFoundError
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.avro_records import read_record
-from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT, RESTORE, WRITE_ACTIONS, Instant
+from pyhudi.timeline.instant import CLEAN, REPLACE_COMMIT, RESTORE, ROLLBACK, WRITE_ACTIONS, Instant
 
 __all__ = ["HudiPartitionValueError", "PartitionChanges", "live_partitions", "partition_changes",
            "partition_location", "partition_values"]
@@ -99,15 +99,28 @@ def _touched(table: HudiTable, instants: Sequence[Instant]) -> tuple[set[str], s
 
 
 def _needs_full(table: HudiTable, last_synced: str | None, instants: Sequence[Instant]) -> bool:
-    """A full listing is needed when nothing was synced, when instants after the last sync may have
-    been archived (HUDI-5816: the range cannot be read), or when a restore rewound the table (it
-    removes what any number of commits wrote)."""
+    """A full listing is needed when nothing was synced; when instants after the last sync may have
+    been archived (HUDI-5816: the range cannot be read); when the synced instant is not on the
+    timeline at all (the table was re-created at its path, or the instant rolled back); or when a
+    restore or a rollback of a synced commit rewound the table (they remove what commits wrote)."""
     if last_synced is None:
         return True
     start = table.timeline.archived_before()
     if start is not None and last_synced < start:
         return True
-    return any(i.action == RESTORE for i in instants)
+    if not any(i.timestamp == last_synced for i in table.timeline.completed_writes()):
+        return True
+    for inst in instants:
+        if inst.action == RESTORE:
+            return True
+        if inst.action == ROLLBACK:
+            try:
+                record = read_record(table.timeline.read_bytes(inst), source=table.timeline.path_of(inst))
+            except HudiInstantNotFoundError:
+                return True
+            if any(str(t) <= last_synced for t in record.get("commitsRollback") or ()):
+                return True
+    return False
 
 
 def partition_changes(table: HudiTable, *, last_synced: str | None, last_synced_completion: str | None = None,
@@ -131,7 +144,9 @@ def partition_changes(table: HudiTable, *, last_synced: str | None, last_synced_
     writes = timeline.completed_writes()
     newest = writes[-1] if writes else None
     synced = newest.timestamp if newest is not None else last_synced
-    synced_completion = newest.completion_time if newest is not None else last_synced_completion
+    # the latest completion, which need not be the newest request's (Hudi records the maximum)
+    completions = [i.completion_time for i in writes if i.completion_time]
+    synced_completion = max(completions) if completions else last_synced_completion
     catalog = None if catalog_partitions is None else {p for p in catalog_partitions if p}
     instants = [] if last_synced is None else _range(table, last_synced, last_synced_completion)
     if full or _needs_full(table, last_synced, instants):
@@ -175,10 +190,10 @@ def partition_values(path: str, fields: Sequence[str], *, hive_style: bool, extr
     if kind == "SinglePartPartitionValueExtractor":
         values = [path]
     elif kind == "HiveStylePartitionValueExtractor":
-        key, sep, value = path.partition("=")
-        if not sep or "/" in path or "=" in value:
-            raise HudiPartitionValueError(f"partition path {path!r} is not one hive-style segment 'field=value'")
-        values = [value]
+        pieces = path.split("=")  # as Hudi's extractor: exactly one '=', slashes in the value kept
+        if len(pieces) != 2:
+            raise HudiPartitionValueError(f"partition path {path!r} is not one hive-style 'field=value'")
+        values = [pieces[1]]
     elif kind == "SlashEncodedDayPartitionValueExtractor":
         parts = [seg.split("=")[-1] for seg in path.split("/")]
         if len(parts) != 3:

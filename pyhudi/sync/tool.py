@@ -6,11 +6,11 @@ For each catalog table of the Hudi table (:func:`~pyhudi.sync.entries.sync_targe
 1. ``get_table``. Absent: create it (and its database), register every live partition, done.
    Registered at another location: drop and register afresh (Hudi does the same).
 2. Partition changes since its ``last_commit_time_sync``
-   (:func:`~pyhudi.sync.partitions.partition_changes`). Partitions that appeared or disappeared
-   since then are looked up in the catalog (one batched read) and added, re-pointed or dropped in
-   one batched call per kind; partitions merely written again are not looked up, as nothing about
-   them can have changed. A full comparison (never synced, the synced instant archived, a restore,
-   ``hoodie.meta.sync.incremental=false``) lists the catalog's partitions instead.
+   (:func:`~pyhudi.sync.partitions.partition_changes`). The partitions the instants since then
+   touched are looked up in the catalog (one batched read) and added, re-pointed or dropped in one
+   batched call per kind. A full comparison (never synced, the synced instant archived or gone, a
+   restore or a rollback of a synced commit, ``hoodie.meta.sync.incremental=false``) lists the
+   catalog's partitions instead.
 3. One table update carrying the schema, the properties and the new ``last_commit_time_sync``, after
    the partitions: a sync that fails midway leaves the old sync point, so the next one redoes the
    range; every step is idempotent. With ``condition.sync`` the update is skipped when it would
@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiError
-from pyhudi.sync.catalog import CatalogClient, PartitionEntry, TableEntry
+from pyhudi.sync.catalog import CatalogClient, Column, PartitionEntry, TableEntry
 from pyhudi.sync.entries import (
     LAST_SYNC,
     LAST_SYNC_COMPLETION,
@@ -45,6 +45,7 @@ from pyhudi.sync.entries import (
 )
 from pyhudi.sync.partitions import live_partitions, partition_changes
 from pyhudi.table.table import HudiTable
+from pyhudi.timeline.instant import RESTORE, ROLLBACK
 
 __all__ = ["SyncReport", "catalog_clients", "sync_catalogs", "sync_enabled", "sync_table"]
 
@@ -80,39 +81,59 @@ def sync_enabled(cfg: HudiConfig) -> bool:
     return bool(cfg.get(C.META_SYNC_ENABLE) or cfg.get(C.HIVE_SYNC_ENABLE))
 
 
-def catalog_clients(cfg: HudiConfig) -> list[CatalogClient]:
-    """The clients of the catalogs ``hoodie.meta.sync.client.tool.class`` names (mode ``glue`` adds
-    Glue, as Hudi's Spark writer does)."""
+def catalog_tools(cfg: HudiConfig) -> list[str]:
+    """The sync tool classes ``hoodie.meta.sync.client.tool.class`` names (mode ``glue`` adds Glue,
+    as Hudi's Spark writer does)."""
     tools = list(cfg.get(C.SYNC_TOOLS))
     if cfg.get(C.SYNC_MODE) == "glue" and C.GLUE_SYNC_TOOL not in tools:
         tools.append(C.GLUE_SYNC_TOOL)
-    clients: list[CatalogClient] = []
-    for tool in tools:
-        if tool == C.HIVE_SYNC_TOOL:
-            from pyhudi.sync.hms import HiveMetastoreClient
-            clients.append(HiveMetastoreClient(cfg.get(C.METASTORE_URIS), batch_size=cfg.get(C.BATCH_NUM)))
-        else:
-            from pyhudi.sync.glue import GlueClient
-            clients.append(GlueClient(region=cfg.get(C.GLUE_REGION), endpoint=cfg.get(C.GLUE_ENDPOINT),
-                                      catalog_id=cfg.get(C.GLUE_CATALOG_ID),
-                                      skip_archive=cfg.get(C.GLUE_SKIP_ARCHIVE),
-                                      access_key=cfg.get(C.AWS_ACCESS_KEY), secret_key=cfg.get(C.AWS_SECRET_KEY),
-                                      session_token=cfg.get(C.AWS_SESSION_TOKEN)))
-    return clients
+    return tools
+
+
+def catalog_client(tool: str, cfg: HudiConfig) -> CatalogClient:
+    """The client of one sync tool's catalog, from the options."""
+    if tool == C.HIVE_SYNC_TOOL:
+        from pyhudi.sync.hms import HiveMetastoreClient
+        return HiveMetastoreClient(cfg.get(C.METASTORE_URIS), batch_size=cfg.get(C.BATCH_NUM))
+    from pyhudi.sync.glue import GlueClient
+    return GlueClient(region=cfg.get(C.GLUE_REGION), endpoint=cfg.get(C.GLUE_ENDPOINT),
+                      catalog_id=cfg.get(C.GLUE_CATALOG_ID), skip_archive=cfg.get(C.GLUE_SKIP_ARCHIVE),
+                      access_key=cfg.get(C.AWS_ACCESS_KEY), secret_key=cfg.get(C.AWS_SECRET_KEY),
+                      session_token=cfg.get(C.AWS_SESSION_TOKEN))
+
+
+def catalog_clients(cfg: HudiConfig) -> list[CatalogClient]:
+    """The clients of every configured catalog (raises if one cannot be built)."""
+    return [catalog_client(tool, cfg) for tool in catalog_tools(cfg)]
 
 
 def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[CatalogClient] | None = None,
                   spark_version: str | None = None) -> list[SyncReport]:
-    """Sync ``table`` to every configured catalog; one report per catalog, failures included."""
+    """Sync ``table`` to every configured catalog; one report per catalog, failures included: a
+    catalog that cannot be reached or whose client cannot be built fails alone."""
     settings = SyncSettings.of(table, cfg, spark_version=spark_version)
     reports = []
-    for client in (catalog_clients(cfg) if clients is None else clients):
-        report = sync_table(table, client, settings)
+    if clients is not None:
+        reports = [sync_table(table, client, settings) for client in clients]
+    else:
+        for tool in catalog_tools(cfg):
+            kind = "hms" if tool == C.HIVE_SYNC_TOOL else "glue"
+            try:
+                client = catalog_client(tool, cfg)
+            except Exception as exc:  # bad settings of this catalog: the others still sync
+                reports.append(SyncReport(kind, error=f"{type(exc).__name__}: {exc}"))
+                continue
+            try:
+                reports.append(sync_table(table, client, settings))
+            finally:
+                close = getattr(client, "close", None)
+                if close is not None:
+                    close()
+    logger = log.info if cfg.get(C.IGNORE_EXCEPTIONS) else log.warning
+    for report in reports:
         if report.error:
-            logger = log.info if cfg.get(C.IGNORE_EXCEPTIONS) else log.warning
             logger("the %s sync of %s failed (the data commit stands; the next sync catches up): %s",
                    report.catalog, table.path, report.error)
-        reports.append(report)
     return reports
 
 
@@ -133,7 +154,7 @@ def sync_table(table: HudiTable, client: CatalogClient, settings: SyncSettings) 
                 _sync_one(table, client, settings, target, report)
     except HudiError as exc:
         report.error = str(exc)
-    except OSError as exc:  # a connection failure a client did not wrap
+    except Exception as exc:  # anything a client or the timeline did not wrap: this catalog fails alone
         report.error = f"{type(exc).__name__}: {exc}"
     report.calls = {k: v - before.get(k, 0) for k, v in client.calls.items() if v - before.get(k, 0)}
     report.seconds = round(time.monotonic() - started, 3)
@@ -152,10 +173,20 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
         _create(table, client, settings, target, report)
         return
     last = remote.parameters.get(LAST_SYNC) or None
-    changes = partition_changes(table, last_synced=last, last_synced_completion=remote.parameters.get(
-        LAST_SYNC_COMPLETION) or None, full=not settings.incremental)
-    desired = table_entry(table, settings, target, kind=client.kind, last_synced=changes.last_synced,
-                          last_synced_completion=changes.last_synced_completion)
+    if _behind(table, last):
+        log.info("%s.%s was synced to %s, after this snapshot of %s: left as it is", settings.database,
+                 target.name, last, table.path)
+        report.last_synced = last
+        return
+    last_completion = remote.parameters.get(LAST_SYNC_COMPLETION) or None
+    changes = partition_changes(table, last_synced=last, last_synced_completion=last_completion,
+                                full=not settings.incremental)
+    synced, synced_completion = changes.last_synced, changes.last_synced_completion
+    if not changes.full and last and synced and last > synced:
+        # a sync that saw a newer snapshot ran in between: never move the sync point back
+        synced, synced_completion = last, last_completion
+    desired = table_entry(table, settings, target, kind=client.kind, last_synced=synced,
+                          last_synced_completion=synced_completion)
     columns_changed = check_schema_change(remote, desired)
     partitions_changed = False
     if settings.partition_fields and not settings.no_partition_metadata:
@@ -164,7 +195,9 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
             wanted = [partition_entry(table, settings, p) for p in sorted(live_partitions(table))]
             gone = set(current) - {p.values for p in wanted}
         else:
-            wanted = [partition_entry(table, settings, p) for p in changes.added]
+            # every live partition the range touched is looked up, not only those that appeared:
+            # a sync that failed after its drops leaves the catalog ahead of its sync point
+            wanted = [partition_entry(table, settings, p) for p in sorted({*changes.added, *changes.updated})]
             dropped = [settings.values(p) for p in changes.dropped]
             current = client.get_partitions(remote, [p.values for p in wanted] + dropped) if wanted or dropped \
                 else {}
@@ -181,7 +214,17 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
             # partition at the new descriptor, as Hudi does after a type change
             current = client.get_partitions(merged)
             client.update_partitions(merged, [PartitionEntry(v, at) for v, at in sorted(current.items())])
-    report.last_synced = changes.last_synced
+    report.last_synced = synced
+
+
+def _behind(table: HudiTable, last: str | None) -> bool:
+    """Whether the catalog was synced from a newer snapshot than ``table`` (another writer's sync
+    ran in between): its sync point is newer than every write this snapshot saw, and nothing here
+    (a rollback or restore after it) says the table went back. Such a sync leaves the catalog be."""
+    writes = table.timeline.completed_writes()
+    if not last or not writes or last <= writes[-1].timestamp:
+        return False
+    return not any(i.action in (ROLLBACK, RESTORE) and i.timestamp > last for i in table.timeline.completed())
 
 
 def _create(table: HudiTable, client: CatalogClient, settings: SyncSettings, target: SyncTarget,
@@ -192,15 +235,17 @@ def _create(table: HudiTable, client: CatalogClient, settings: SyncSettings, tar
     changes = partition_changes(table, last_synced=None)
     entry = table_entry(table, settings, target, kind=client.kind, last_synced=changes.last_synced,
                         last_synced_completion=changes.last_synced_completion)
+    partitions = [partition_entry(table, settings, p) for p in changes.added] \
+        if settings.partition_fields and not settings.no_partition_metadata else []  # fails before creating
     # the partitions first, as a table whose sync point is set must have them: register the table
     # without one, add the partitions, then record the sync point
     bare = replace(entry, parameters={k: v for k, v in entry.parameters.items()
                                       if k not in (LAST_SYNC, LAST_SYNC_COMPLETION)})
     client.create_table(bare)
     report.created.append(f"{settings.database}.{target.name}")
-    if settings.partition_fields and not settings.no_partition_metadata and changes.added:
-        client.add_partitions(entry, [partition_entry(table, settings, p) for p in changes.added])
-        report.added += len(changes.added)
+    if partitions:
+        client.add_partitions(entry, partitions)
+        report.added += len(partitions)
     if entry.parameters != bare.parameters:
         client.update_table(entry, cascade=False)
     report.last_synced = changes.last_synced
@@ -242,8 +287,15 @@ def _merged(remote: TableEntry, desired: TableEntry) -> TableEntry:
     does not set stay (the metastore's ``transient_lastDdlTime``, a user's comment, Glue's own)."""
     params = {**remote.parameters, **desired.parameters}
     serde = {**remote.storage.serde_parameters, **desired.storage.serde_parameters}
-    return replace(desired, parameters=params, storage=replace(desired.storage, serde_parameters=serde),
-                   owner=remote.owner or desired.owner)
+
+    def commented(columns: tuple[Column, ...], before: tuple[Column, ...]) -> tuple[Column, ...]:
+        """Columns keeping the comments users gave them in the catalog (pyhudi registers none)."""
+        notes = {c.name.lower(): c.comment for c in before if c.comment}
+        return tuple(replace(c, comment=c.comment or notes.get(c.name.lower(), "")) for c in columns)
+    storage = replace(desired.storage, serde_parameters=serde,
+                      columns=commented(desired.storage.columns, remote.storage.columns))
+    return replace(desired, parameters=params, storage=storage, owner=remote.owner or desired.owner,
+                   partition_keys=commented(desired.partition_keys, remote.partition_keys))
 
 
 def _differs(remote: TableEntry, merged: TableEntry, *, ignore: tuple[str, ...]) -> bool:
