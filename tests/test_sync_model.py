@@ -1,6 +1,6 @@
 """Catalog sync after every write, to a real Hive metastore and a real Glue (moto) at once: random
-sequences of upserts, deletes, overwrites, delete_partition, inline clustering, cleans and failed
-syncs end with each catalog table's partitions equal to the table's live partitions, as hudi-rs
+sequences of upserts, deletes, overwrites, delete_partition, inline clustering, cleans, rollbacks
+and failed syncs end with each catalog table's partitions equal to the table's live partitions, as hudi-rs
 lists them (its latest file slices), and with the calls the sync promises."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ ops = st.one_of(
     st.tuples(st.just("insert_overwrite_table"), st.sets(st.sampled_from(PARTITIONS), min_size=1), st.just(1)),
     st.tuples(st.just("delete_partition"), st.sets(st.sampled_from(PARTITIONS), min_size=1), st.just(0)),
     st.tuples(st.just("clean"), st.just(frozenset()), st.just(0)),
+    st.tuples(st.just("rollback"), st.just(frozenset()), st.just(0)),
     st.tuples(st.just("failed_sync"), st.sets(st.sampled_from(PARTITIONS), min_size=1), st.integers(1, 2)),
 )
 
@@ -75,13 +76,13 @@ def hms_partitions(uri: str, name: str) -> set[tuple[str, ...]]:
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
-@given(table_type=st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), steps=st.lists(ops, min_size=2, max_size=5))
+@given(table_type=st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]), steps=st.lists(ops, min_size=2, max_size=6))
 @example(table_type="MERGE_ON_READ", steps=[
     ("upsert", {PARTITIONS[1], PARTITIONS[2]}, 2), ("failed_sync", {PARTITIONS[3]}, 1),
     ("delete_partition", {PARTITIONS[0]}, 0), ("insert_overwrite", {PARTITIONS[1]}, 1)])
 @example(table_type="COPY_ON_WRITE", steps=[
     ("upsert", {PARTITIONS[1], PARTITIONS[2], PARTITIONS[3]}, 3), ("insert_overwrite_table", {PARTITIONS[3]}, 1),
-    ("clean", frozenset(), 0), ("upsert", {PARTITIONS[0]}, 1)])
+    ("clean", frozenset(), 0), ("upsert", {PARTITIONS[0]}, 1), ("rollback", frozenset(), 0)])
 def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server, s3_server, table_type, steps):
     name = f"model_{next(_NAMES)}_{uuid.uuid4().hex[:6]}"
     path = str(tmp_path_factory.mktemp("sync") / name)
@@ -95,6 +96,9 @@ def test_catalog_partitions_follow_the_table(spark, tmp_path_factory, hms_server
     for ts, (op, parts, n) in enumerate(steps, start=2):
         if op == "clean":
             pyhudi.clean(path, opts)  # no sync: the next one must still drop what the clean emptied
+            continue
+        if op == "rollback":
+            pyhudi.rollback(path, options=opts)  # the latest commit, synced: its partitions must go again
             continue
         write_opts = dict(opts)
         failing = op == "failed_sync"
