@@ -128,30 +128,41 @@ def sync_targets(name: str, table_type: str, *, strategy: str = "ALL", skip_ro_s
     return tuple(targets)
 
 
+def _scalar(t: pa.DataType, *, support_timestamp: bool) -> tuple[str, str] | None:
+    """(Hive type, Spark type) of a non-nested Arrow type, as Hudi registers the parquet type it
+    writes for it (timestamps: Hive ``bigint`` unless ``support_timestamp``, Spark ``timestamp``);
+    None for a nested type."""
+    if pa.types.is_boolean(t):
+        return "boolean", "boolean"
+    if pa.types.is_integer(t):
+        return ("bigint", "long") if t.bit_width == 64 else ("int", "integer")
+    if pa.types.is_floating(t):
+        return ("float", "float") if pa.types.is_float32(t) else ("double", "double")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string", "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return "binary", "binary"
+    if pa.types.is_decimal(t):
+        name = f"decimal({t.precision},{t.scale})"
+        return name, name
+    if pa.types.is_date(t):
+        return "date", "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if support_timestamp else "bigint", "timestamp"
+    if pa.types.is_time32(t):  # parquet INT32 TIME_MILLIS
+        return "int", "integer"
+    if pa.types.is_time64(t):  # parquet INT64 TIME_MICROS
+        return "bigint", "long"
+    return None
+
+
 def hive_type(dtype: pa.DataType, *, support_timestamp: bool) -> str:
     """The Hive type of an Arrow type, as Hudi's ``HiveSchemaUtil`` gives it for the parquet type
     Hudi writes for it (lower case, no spaces)."""
     def of(t: pa.DataType) -> str:
-        if pa.types.is_boolean(t):
-            return "boolean"
-        if pa.types.is_integer(t):
-            return "bigint" if t.bit_width == 64 else "int"
-        if pa.types.is_float32(t):
-            return "float"
-        if pa.types.is_floating(t):
-            return "double"
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            return "string"
-        if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
-            return "binary"
-        if pa.types.is_decimal(t):
-            return f"decimal({t.precision},{t.scale})"
-        if pa.types.is_date(t):
-            return "date"
-        if pa.types.is_timestamp(t):
-            return "timestamp" if support_timestamp else "bigint"
-        if pa.types.is_time32(t) or pa.types.is_time64(t):  # parquet INT32 TIME_MILLIS / INT64 TIME_MICROS
-            return "int" if pa.types.is_time32(t) else "bigint"
+        scalar = _scalar(t, support_timestamp=support_timestamp)
+        if scalar is not None:
+            return scalar[0]
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             return f"array<{of(t.value_type)}>"
         if pa.types.is_map(t):
@@ -164,26 +175,9 @@ def hive_type(dtype: pa.DataType, *, support_timestamp: bool) -> str:
 
 def _spark_type(dtype: pa.DataType) -> Any:
     """Spark's JSON form of an Arrow type (what ``DataType.json`` gives)."""
-    if pa.types.is_boolean(dtype):
-        return "boolean"
-    if pa.types.is_integer(dtype):
-        return "long" if dtype.bit_width == 64 else "integer"
-    if pa.types.is_float32(dtype):
-        return "float"
-    if pa.types.is_floating(dtype):
-        return "double"
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
-        return "string"
-    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype) or pa.types.is_fixed_size_binary(dtype):
-        return "binary"
-    if pa.types.is_decimal(dtype):
-        return f"decimal({dtype.precision},{dtype.scale})"
-    if pa.types.is_date(dtype):
-        return "date"
-    if pa.types.is_timestamp(dtype):
-        return "timestamp"
-    if pa.types.is_time32(dtype) or pa.types.is_time64(dtype):
-        return "integer" if pa.types.is_time32(dtype) else "long"
+    scalar = _scalar(dtype, support_timestamp=True)
+    if scalar is not None:
+        return scalar[1]
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         return {"type": "array", "elementType": _spark_type(dtype.value_type),
                 "containsNull": dtype.value_field.nullable}
