@@ -25,6 +25,7 @@ from pyhudi.sync.entries import (
     sync_targets,
     table_entry,
 )
+from pyhudi.sync.tool import check_sync_options
 
 
 def _entry(table, options=None, *, target=None, kind="hms"):
@@ -171,3 +172,8 @@ def test_unimplemented_sync_settings_are_refused():
             HudiConfig.of({key: value})
     with pytest.raises(pyhudi.HudiConfigError, match="not a Hudi sync tool"):
         HudiConfig.of({"hoodie.meta.sync.client.tool.class": "com.example.MySync"})
+    # without a mode, Hudi syncs through the JDBC URL it is given; pyhudi would use the metastore
+    jdbc = {"hoodie.datasource.hive_sync.jdbcurl": "jdbc:hive2://hs2:10000"}
+    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="hive_sync.mode=hms"):
+        check_sync_options(HudiConfig.of(jdbc))
+    check_sync_options(HudiConfig.of({**jdbc, "hoodie.datasource.hive_sync.mode": "hms"}))

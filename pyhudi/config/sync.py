@@ -196,6 +196,11 @@ GLUE_SKIP_ARCHIVE = option(
 GLUE_METADATA_LISTING = option(
     "hoodie.datasource.meta.sync.glue.metadata_file_listing", False,
     "Glue: recorded as the table parameter hudi.metadata-listing-enabled (Athena reads it).", parse_bool)
+JDBC_URL = option(
+    "hoodie.datasource.hive_sync.jdbcurl", None,
+    "The HiveServer2 URL of Hudi's JDBC mode, which pyhudi does not implement: accepted only with "
+    "hoodie.datasource.hive_sync.mode=hms (then unused); without a mode Hudi would use it, so it is refused.",
+    parse_str)
 GLUE_CATALOG_ID = option(
     "hoodie.datasource.meta.sync.glue.catalogId", None,
     "Glue: the catalog (AWS account id) to sync to; the caller's account when unset.", parse_str)
@@ -228,7 +233,6 @@ for _key, _what in (
 
 _NO_EFFECT = "Accepted without effect: "
 for _key, _why in (
-        ("hoodie.datasource.hive_sync.jdbcurl", "the HiveServer2 URL of mode jdbc, which pyhudi does not use"),
         ("hoodie.datasource.hive_sync.username", "the HiveServer2 user of mode jdbc"),
         ("hoodie.datasource.hive_sync.password", "the HiveServer2 password of mode jdbc"),
         ("hoodie.datasource.hive_sync.filter_pushdown_enabled", "pyhudi always reads only the touched partitions "

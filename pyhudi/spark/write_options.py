@@ -28,6 +28,7 @@ from pyhudi.services.table_version import creation_properties
 from pyhudi.spark.keygen import field_type
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.storage import Storage
+from pyhudi.sync.tool import check_sync_options, sync_enabled
 from pyhudi.table.table import HudiTable
 from pyhudi.write.replace import DELETE_PARTITION, INSERT_OVERWRITE_TABLE, REPLACE_OPERATIONS
 from pyhudi.write.result import OPERATION_TYPES
@@ -81,6 +82,8 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
         cfg = cfg.with_defaults(options_from_table(table))
     elif not cfg.get(C.TABLE_NAME):
         raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
+    if sync_enabled(cfg):
+        check_sync_options(cfg)
     operation = cfg.get(C.OPERATION)
     if operation not in OPERATION_TYPES:
         raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(OPERATION_TYPES)}")

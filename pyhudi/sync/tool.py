@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiError
+from pyhudi.errors import HudiError, HudiUnsupportedOptionError
 from pyhudi.sync.catalog import CatalogClient, Column, PartitionEntry, TableEntry
 from pyhudi.sync.entries import (
     LAST_SYNC,
@@ -47,7 +47,7 @@ from pyhudi.sync.partitions import live_partitions, partition_changes
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import RESTORE, ROLLBACK
 
-__all__ = ["SyncReport", "catalog_clients", "sync_catalogs", "sync_enabled", "sync_table"]
+__all__ = ["SyncReport", "catalog_clients", "check_sync_options", "sync_catalogs", "sync_enabled", "sync_table"]
 
 log = logging.getLogger("pyhudi")
 _DATABASE_DESCRIPTION = "automatically created by pyhudi"
@@ -81,6 +81,17 @@ def sync_enabled(cfg: HudiConfig) -> bool:
     return bool(cfg.get(C.META_SYNC_ENABLE) or cfg.get(C.HIVE_SYNC_ENABLE))
 
 
+def check_sync_options(cfg: HudiConfig) -> None:
+    """Refuse, before a write starts, sync settings that ask for what pyhudi does not do: Hudi's
+    HiveSyncTool without a mode runs JDBC against HiveServer2 when it is given a JDBC URL, where
+    pyhudi would quietly talk to the metastore instead."""
+    if cfg.is_set(C.JDBC_URL) and cfg.get(C.SYNC_MODE) != "hms" and C.HIVE_SYNC_TOOL in catalog_tools(cfg):
+        raise HudiUnsupportedOptionError(
+            f"{C.JDBC_URL.key} is set without {C.SYNC_MODE.key}=hms: Apache Hudi would sync through HiveServer2's "
+            "JDBC endpoint, which pyhudi does not implement; set hoodie.datasource.hive_sync.mode=hms and "
+            "hoodie.datasource.hive_sync.metastore.uris to sync through the metastore")
+
+
 def catalog_tools(cfg: HudiConfig) -> list[str]:
     """The sync tool classes ``hoodie.meta.sync.client.tool.class`` names (mode ``glue`` adds Glue,
     as Hudi's Spark writer does)."""
@@ -111,6 +122,7 @@ def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[Catalo
                   spark_version: str | None = None) -> list[SyncReport]:
     """Sync ``table`` to every configured catalog; one report per catalog, failures included: a
     catalog that cannot be reached or whose client cannot be built fails alone."""
+    check_sync_options(cfg)
     settings = SyncSettings.of(table, cfg, spark_version=spark_version)
     reports = []
     if clients is not None:
