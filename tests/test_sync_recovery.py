@@ -118,7 +118,7 @@ def test_a_catalog_with_bad_settings_fails_alone(table):
     assert pyhudi.HudiTable(path).timeline.completed_writes()  # the commit stands
 
 
-def test_comments_given_in_the_catalog_survive_syncs(table):
+def test_comments_and_descriptions_given_in_the_catalog_survive_syncs(table):
     name, path, opts, write, _catalogs, glue = table
     write([("a", "x", 1, "eu")])
     _sync(path, opts)
@@ -132,13 +132,16 @@ def test_comments_given_in_the_catalog_survive_syncs(table):
     columns = [{**c, "Comment": "the reading as JSON"} if c["Name"] == "payload" else c
                for c in glue_table["StorageDescriptor"]["Columns"]]
     glue.update_table(DatabaseName="recovery", TableInput={
-        "Name": name, "TableType": glue_table["TableType"], "Parameters": glue_table["Parameters"],
+        "Name": name, "Description": "drone readings", "TableType": glue_table["TableType"],
+        "Parameters": glue_table["Parameters"],
         "PartitionKeys": glue_table["PartitionKeys"],
         "StorageDescriptor": {**glue_table["StorageDescriptor"], "Columns": columns}})
     write([("b", "x", 2, "us")])
     _sync(path, opts)
     hms_comment = {c.name: c.comment for c in client.get_table("recovery", name).storage.columns}["payload"]
-    glue_columns = glue.get_table(DatabaseName="recovery", Name=name)["Table"]["StorageDescriptor"]["Columns"]
+    glue_after = glue.get_table(DatabaseName="recovery", Name=name)["Table"]
+    glue_columns = glue_after["StorageDescriptor"]["Columns"]
+    assert glue_after.get("Description") == "drone readings"  # fields the sync does not set stay
     assert hms_comment == "the reading as JSON"
     assert {c["Name"]: c.get("Comment") for c in glue_columns}["payload"] == "the reading as JSON"
 

@@ -125,6 +125,23 @@ def _table_input(table: TableEntry) -> dict[str, Any]:
     return out
 
 
+#: fields of a Glue table an entry does not model: an update keeps what the table had (UpdateTable
+#: replaces the whole table, and a user's description or descriptor settings are not the sync's)
+_KEPT = ("Description", "Retention", "TargetTable", "ViewOriginalText", "ViewExpandedText")
+_KEPT_STORAGE = ("Compressed", "NumberOfBuckets", "BucketColumns", "SortColumns", "Parameters", "SkewedInfo",
+                 "StoredAsSubDirectories")
+
+
+def _kept(table_input: dict[str, Any], remote: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``table_input`` with the fields it does not set taken from the table as last read."""
+    if not remote:
+        return table_input
+    out = {**{k: remote[k] for k in _KEPT if k in remote}, **table_input}
+    sd = remote.get("StorageDescriptor") or {}
+    out["StorageDescriptor"] = {**{k: sd[k] for k in _KEPT_STORAGE if k in sd}, **out["StorageDescriptor"]}
+    return out
+
+
 def _table(database: str, raw: Mapping[str, Any]) -> TableEntry:
     return TableEntry(
         database=database,
@@ -171,6 +188,7 @@ class GlueClient:
         except ImportError:  # pragma: no cover - boto3 is a dependency
             raise HudiCatalogError("syncing to AWS Glue needs boto3 (pip install boto3)") from None
         self.calls: Counter[str] = Counter()
+        self._read: dict[tuple[str, str], Mapping[str, Any]] = {}  # tables as last read, by (database, name)
         self.catalog_id = catalog_id
         self.skip_archive = skip_archive
         self.endpoint = endpoint
@@ -256,7 +274,10 @@ class GlueClient:
         database) is absent."""
         got = self._call("GetTable", f"{database}.{name}", ok=("EntityNotFoundException",),
                          DatabaseName=database, Name=name)
-        return None if got is None else _table(database, got["Table"])
+        if got is None:
+            return None
+        self._read[(database, name)] = got["Table"]
+        return _table(database, got["Table"])
 
     def create_table(self, table: TableEntry) -> None:
         """Register the table (``CreateTable``); one that exists already is an error the sync must see
@@ -270,7 +291,8 @@ class GlueClient:
         :meth:`update_partitions` rewrites when the sync decides they must follow."""
         del cascade
         self._call("UpdateTable", f"{table.database}.{table.name}", DatabaseName=table.database,
-                   TableInput=_table_input(table), SkipArchive=self.skip_archive)
+                   TableInput=_kept(_table_input(table), self._read.get((table.database, table.name))),
+                   SkipArchive=self.skip_archive)
 
     def drop_table(self, database: str, name: str) -> None:
         """Remove the table's entry (``DeleteTable``; Glue drops its partitions with it); an absent table
