@@ -185,6 +185,12 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
         _create(table, client, settings, target, report)
         return
     last = remote.parameters.get(LAST_SYNC) or None
+    if not table.timeline.completed_writes():
+        # every write rolled back (or restored away): no partition is live; the entry stays, as a
+        # table without a completed write has no schema to register
+        if settings.partition_fields and not settings.no_partition_metadata:
+            _apply(client, remote, [], {}, sorted(client.get_partitions(remote)), report)
+        return
     if _behind(table, last):
         log.info("%s.%s was synced to %s, after this snapshot of %s: left as it is", settings.database,
                  target.name, last, table.path)
