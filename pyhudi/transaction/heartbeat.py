@@ -28,6 +28,16 @@ def heartbeat_path(instant: str) -> str:
     return f"{HEARTBEAT_FOLDER}/{instant}"
 
 
+def delete_heartbeat(storage: Storage, instant: str) -> None:
+    """Remove a write's heartbeat, and on local disk the temporary file of a beat a killed writer
+    left half-written (a beat is written beside the heartbeat and renamed over it)."""
+    storage.delete(heartbeat_path(instant))
+    if storage.is_local:
+        for info in storage.list_files(HEARTBEAT_FOLDER):
+            if info.name.startswith(f".{instant}.") and info.name.endswith(".tmp"):
+                storage.delete(f"{HEARTBEAT_FOLDER}/{info.name}")
+
+
 @dataclass(frozen=True)
 class HeartbeatPolicy:
     """When a heartbeat counts as expired."""
