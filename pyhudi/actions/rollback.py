@@ -30,7 +30,7 @@ from pyhudi.timeline.avro_records import ROLLBACK_METADATA, ROLLBACK_PLAN, read_
 from pyhudi.timeline.completion import Complete
 from pyhudi.timeline.instant import ROLLBACK, Instant, State, new_instant_time
 from pyhudi.timeline.timeline import META_FOLDER, Timeline, family
-from pyhudi.transaction.heartbeat import HeartbeatPolicy, delete_heartbeat, live_instants
+from pyhudi.transaction.heartbeat import HeartbeatPolicy, heartbeat_path, live_instants
 from pyhudi.write.markers import delete_markers, list_markers
 
 
@@ -179,7 +179,7 @@ def undo_instant(storage: Storage, timeline: Timeline, instant: Instant, rb_time
         rollback_logs.setdefault(p, {})[path] = size
     timeline.delete_instant(instant.timestamp, instant.action)
     delete_markers(storage, instant.timestamp)
-    delete_heartbeat(storage, instant.timestamp)
+    storage.delete(heartbeat_path(instant.timestamp))
     return rollback_metadata(rb_time, instant.timestamp, instant.action, seconds=time.monotonic() - started,
                              deleted=deleted, failed=failed, rollback_logs=rollback_logs, failed_logs=failed_logs)
 

@@ -318,6 +318,19 @@ class Storage:
             os.fsync(f.fileno())
         os.replace(tmp, target)
 
+    def touch(self, rel: str) -> None:
+        """Create an empty file or refresh its modification time (a heartbeat). An empty file has no
+        half-written state, so on local disk it is touched in place: a writer killed mid-beat leaves
+        no temporary file behind, as :meth:`write_bytes`'s rename could."""
+        if not self.is_local:
+            self.write_bytes(rel, b"")
+            return
+        memo.forget(self, self._key(rel))
+        target = self.full(rel)
+        self.fs.create_dir(posixpath.dirname(target), recursive=True)
+        with open(target, "ab"):
+            os.utime(target)
+
     def create_new(self, rel: str, data: bytes) -> None:
         """Create a file that must not exist yet (timeline instants, log files under concurrency,
         archive and lock files): :class:`HudiFileExistsError` if it does, even when another writer

@@ -28,16 +28,6 @@ def heartbeat_path(instant: str) -> str:
     return f"{HEARTBEAT_FOLDER}/{instant}"
 
 
-def delete_heartbeat(storage: Storage, instant: str) -> None:
-    """Remove a write's heartbeat, and on local disk the temporary file of a beat a killed writer
-    left half-written (a beat is written beside the heartbeat and renamed over it)."""
-    storage.delete(heartbeat_path(instant))
-    if storage.is_local:
-        for info in storage.list_files(HEARTBEAT_FOLDER):
-            if info.name.startswith(f".{instant}.") and info.name.endswith(".tmp"):
-                storage.delete(f"{HEARTBEAT_FOLDER}/{info.name}")
-
-
 @dataclass(frozen=True)
 class HeartbeatPolicy:
     """When a heartbeat counts as expired."""
@@ -89,7 +79,7 @@ class Heartbeat:
         self._thread: threading.Thread | None = None
 
     def beat(self) -> None:
-        self.storage.write_bytes(heartbeat_path(self.instant), b"")
+        self.storage.touch(heartbeat_path(self.instant))
 
     def start(self) -> Heartbeat:
         self.beat()
