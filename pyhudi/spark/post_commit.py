@@ -1,12 +1,15 @@
 """The services a write runs once it committed, registered as hooks on its commit point.
 
 After a write Hudi runs, in this order: inline compaction (merge-on-read), inline clustering,
-then clean and archival; then, once the write let go of the table lock, the catalog sync
-(:func:`catalog_sync`: a slow catalog must not keep other writers waiting). They are post-commit hooks of the write's
+then clean and archival. They are post-commit hooks of the write's
 :class:`~pyhudi.commit.point.CommitPoint` because they need Spark and the service policies, which
 the commit package must not import. The write is durable when they run: a failing service is
 reported in the write's figures (``service_error``), never raised, so the caller never retries a
 committed write.
+
+The catalog sync (:func:`catalog_sync`) comes last and is no hook: the writer calls it once it let
+go of the table lock, so a slow catalog keeps no other writer waiting; its failures are reported
+the same way (``sync_error``).
 """
 
 from __future__ import annotations

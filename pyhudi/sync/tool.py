@@ -43,13 +43,15 @@ from pyhudi.sync.entries import (
     table_entry,
     table_location,
 )
-from pyhudi.sync.partitions import live_partitions, partition_changes
+from pyhudi.sync.partitions import PartitionChanges, partition_changes
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.instant import RESTORE, ROLLBACK
 
 __all__ = ["SyncReport", "catalog_clients", "check_sync_options", "sync_catalogs", "sync_enabled", "sync_table"]
 
 log = logging.getLogger("pyhudi")
+#: partition changes by (sync point, its completion time, full), for one snapshot of one table
+_Memo = dict[tuple[str | None, str | None, bool], PartitionChanges]
 _DATABASE_DESCRIPTION = "automatically created by pyhudi"
 
 
@@ -125,8 +127,9 @@ def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[Catalo
     check_sync_options(cfg)
     settings = SyncSettings.of(table, cfg, spark_version=spark_version)
     reports = []
+    memo: _Memo = {}  # the partition changes of one sync point, shared by every catalog table
     if clients is not None:
-        reports = [sync_table(table, client, settings) for client in clients]
+        reports = [sync_table(table, client, settings, memo=memo) for client in clients]
     else:
         for tool in catalog_tools(cfg):
             kind = "hms" if tool == C.HIVE_SYNC_TOOL else "glue"
@@ -136,7 +139,7 @@ def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[Catalo
                 reports.append(SyncReport(kind, error=f"{type(exc).__name__}: {exc}"))
                 continue
             try:
-                reports.append(sync_table(table, client, settings))
+                reports.append(sync_table(table, client, settings, memo=memo))
             finally:
                 close = getattr(client, "close", None)
                 if close is not None:
@@ -149,21 +152,25 @@ def sync_catalogs(table: HudiTable, cfg: HudiConfig, *, clients: Sequence[Catalo
     return reports
 
 
-def sync_table(table: HudiTable, client: CatalogClient, settings: SyncSettings) -> SyncReport:
-    """Sync every catalog table of ``table`` to one catalog; errors end up in the report."""
+def sync_table(table: HudiTable, client: CatalogClient, settings: SyncSettings, *,
+               memo: _Memo | None = None) -> SyncReport:
+    """Sync every catalog table of ``table`` to one catalog; errors end up in the report. ``memo``
+    keeps the partition changes computed for a sync point, so the tables of a merge-on-read table
+    (and other catalogs, synced to the same point) list the table once."""
+    memo = {} if memo is None else memo
     report = SyncReport(client.kind, tables=tuple(f"{settings.database}.{t.name}" for t in settings.targets))
     before = dict(client.calls)
     started = time.monotonic()
     try:
         for target in settings.targets:
             try:
-                _sync_one(table, client, settings, target, report)
+                _sync_one(table, client, settings, target, report, memo)
             except HudiError:
                 if not settings.recreate_on_error or client.get_table(settings.database, target.name) is None:
                     raise
                 log.warning("re-registering %s.%s after a failed sync", settings.database, target.name)
                 client.drop_table(settings.database, target.name)
-                _sync_one(table, client, settings, target, report)
+                _sync_one(table, client, settings, target, report, memo)
     except HudiError as exc:
         report.error = str(exc)
     except Exception as exc:  # anything a client or the timeline did not wrap: this catalog fails alone
@@ -174,7 +181,7 @@ def sync_table(table: HudiTable, client: CatalogClient, settings: SyncSettings) 
 
 
 def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, target: SyncTarget,
-              report: SyncReport) -> None:
+              report: SyncReport, memo: _Memo) -> None:
     remote = client.get_table(settings.database, target.name)
     if remote is not None and _bare(remote.storage.location) != _bare(table_location(table)):
         log.warning("%s.%s is registered at %s, not at %s: registering it afresh", settings.database,
@@ -182,7 +189,7 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
         client.drop_table(settings.database, target.name)
         remote = None
     if remote is None:
-        _create(table, client, settings, target, report)
+        _create(table, client, settings, target, report, memo)
         return
     last = remote.parameters.get(LAST_SYNC) or None
     if not table.timeline.completed_writes():
@@ -197,8 +204,7 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
         report.last_synced = last
         return
     last_completion = remote.parameters.get(LAST_SYNC_COMPLETION) or None
-    changes = partition_changes(table, last_synced=last, last_synced_completion=last_completion,
-                                full=not settings.incremental)
+    changes = _changes(table, memo, last, last_completion, full=not settings.incremental)
     synced, synced_completion = changes.last_synced, changes.last_synced_completion
     if not changes.full and last and synced and last > synced:
         # a sync that saw a newer snapshot ran in between: never move the sync point back
@@ -210,7 +216,7 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
     if settings.partition_fields and not settings.no_partition_metadata:
         if changes.full:
             current = client.get_partitions(remote)
-            wanted = [partition_entry(table, settings, p) for p in sorted(live_partitions(table))]
+            wanted = [partition_entry(table, settings, p) for p in changes.added]  # every live partition
             gone = set(current) - {p.values for p in wanted}
         else:
             # every live partition the range touched is looked up, not only those that appeared:
@@ -235,6 +241,15 @@ def _sync_one(table: HudiTable, client: CatalogClient, settings: SyncSettings, t
     report.last_synced = synced
 
 
+def _changes(table: HudiTable, memo: _Memo, last: str | None, completion: str | None, *,
+             full: bool) -> PartitionChanges:
+    """:func:`partition_changes` since a sync point, computed once per sync point and table."""
+    key = (last, completion, full)
+    if key not in memo:
+        memo[key] = partition_changes(table, last_synced=last, last_synced_completion=completion, full=full)
+    return memo[key]
+
+
 def _behind(table: HudiTable, last: str | None) -> bool:
     """Whether the catalog was synced from a newer snapshot than ``table`` (another writer's sync
     ran in between): its sync point is newer than every write this snapshot saw, and nothing here
@@ -246,11 +261,11 @@ def _behind(table: HudiTable, last: str | None) -> bool:
 
 
 def _create(table: HudiTable, client: CatalogClient, settings: SyncSettings, target: SyncTarget,
-            report: SyncReport) -> None:
+            report: SyncReport, memo: _Memo) -> None:
     """Register a table not in the catalog, with every live partition."""
     if settings.auto_create_database and not client.database_exists(settings.database):
         client.create_database(settings.database, description=_DATABASE_DESCRIPTION)
-    changes = partition_changes(table, last_synced=None)
+    changes = _changes(table, memo, None, None, full=True)
     entry = table_entry(table, settings, target, kind=client.kind, last_synced=changes.last_synced,
                         last_synced_completion=changes.last_synced_completion)
     partitions = [partition_entry(table, settings, p) for p in changes.added] \
