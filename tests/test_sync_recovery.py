@@ -8,6 +8,7 @@ import itertools
 
 import boto3
 import pytest
+from conftest import hudi_rs_rows, pyhudi_rows
 from s3server import ACCESS_KEY, REGION, SECRET_KEY
 
 import pyhudi
@@ -63,7 +64,10 @@ def table(spark, tmp_path, hms_server, s3_server):
                         aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
 
     def catalogs():
-        """Each catalog's partitions and sync point."""
+        """Each catalog's partitions and sync point (the table itself read by hudi-rs and pyhudi alike)."""
+        def rows(found):
+            return sorted((r["key"], r["payload"], r["ts"], r["region"]) for r in found)
+        assert rows(hudi_rs_rows(path)) == rows(pyhudi_rows(spark, path))
         client = HiveMetastoreClient(hms_server.uri)
         entry = client.get_table("recovery", name)
         pages = glue.get_paginator("get_partitions").paginate(DatabaseName="recovery", TableName=name)
