@@ -229,10 +229,8 @@ def test_a_version_8_merge_strategy_stands_for_its_mode():
 # -- key generators --------------------------------------------------------------------------------
 
 KEYGENS = [
-    ({P.KEYGEN_CLASS: "org.apache.hudi.keygen.CustomKeyGenerator"},
-     "hoodie.table.keygenerator.class=org.apache.hudi.keygen.CustomKeyGenerator"),
     ({P.KEYGEN_CLASS: "com.example.MyKeyGenerator"}, "hoodie.table.keygenerator.class=com.example.MyKeyGenerator"),
-    ({P.KEYGEN_CLASS: None, P.KEYGEN_TYPE: "CUSTOM"}, "hoodie.table.keygenerator.type=CUSTOM"),
+    ({P.KEYGEN_CLASS: None, P.KEYGEN_TYPE: "GLOBAL_DELETE"}, "hoodie.table.keygenerator.type=GLOBAL_DELETE"),
     ({P.KEYGEN_CLASS: None, P.KEYGEN_TYPE: "AUTO_RECORD"}, "hoodie.table.keygenerator.type=AUTO_RECORD"),
 ]
 
@@ -252,8 +250,8 @@ def test_a_key_generator_pyhudi_does_not_implement_refuses_writes(spark, mor_tab
 
 def test_a_key_generator_type_a_write_asks_for_is_refused(spark, tmp_path):
     df = spark.createDataFrame(ROWS, SCHEMA)
-    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="keygenerator.type=CUSTOM_AVRO"):
-        pyhudi.write(df, str(tmp_path / "t"), {**OPTS, "hoodie.datasource.write.keygenerator.type": "CUSTOM_AVRO"})
+    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="keygenerator.type=GLOBAL_DELETE_AVRO"):
+        pyhudi.write(df, str(tmp_path / "t"), {**OPTS, "hoodie.datasource.write.keygenerator.type": "GLOBAL_DELETE_AVRO"})
     assert not (tmp_path / "t").exists()
 
 

@@ -42,11 +42,14 @@ PARTITIONS_TO_DELETE = option(
     "(2024-01-*); unset, the partitions of the batch's records.", parse_fields)
 RECORDKEY_FIELD = option(
     "hoodie.datasource.write.recordkey.field", None,
-    "Record key field(s), comma separated; nested fields as a.b.", parse_fields,
+    "Record key field(s), comma separated; nested fields as a.b. Unset (and not recorded by the table): Hudi "
+    "0.14+'s auto-generated keys <instant>_<spark partition>_<row>, for insert, bulk_insert and the overwrite "
+    "operations (an unset operation becomes bulk_insert).", parse_fields,
     aliases=("hoodie.table.recordkey.fields", "primaryKey"))
 PARTITIONPATH_FIELD = option(
     "hoodie.datasource.write.partitionpath.field", None,
-    "Partition path field(s), comma separated; unset or empty for a non-partitioned table.",
+    "Partition path field(s), comma separated; unset or empty for a non-partitioned table. CustomKeyGenerator: "
+    "each field with its type, field:SIMPLE or field:TIMESTAMP (the hoodie.keygen.timebased.* options).",
     parse_fields, aliases=("hoodie.table.partition.fields",))
 PRECOMBINE_FIELD = option(
     "hoodie.datasource.write.precombine.field", "ts",
@@ -59,9 +62,9 @@ KEYGENERATOR_CLASS = option(
     "Key generator class; inferred from the key and partition fields when unset.",
     aliases=("hoodie.table.keygenerator.class",))
 #: Hudi's ``KeyGeneratorType`` names pyhudi implements (each ``_AVRO`` twin keys records alike)
-KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION")
+KEYGEN_TYPES = ("SIMPLE", "COMPLEX", "TIMESTAMP", "NON_PARTITION", "CUSTOM")
 #: the other names of Hudi's ``KeyGeneratorType`` (Hudi 1.1)
-HUDI_ONLY_KEYGEN_TYPES = ("CUSTOM", "CUSTOM_AVRO", "GLOBAL_DELETE", "GLOBAL_DELETE_AVRO", "AUTO_RECORD",
+HUDI_ONLY_KEYGEN_TYPES = ("GLOBAL_DELETE", "GLOBAL_DELETE_AVRO", "AUTO_RECORD",
                           "AUTO_RECORD_AVRO", "HOODIE_TABLE_METADATA", "SPARK_SQL", "SPARK_SQL_UUID",
                           "SPARK_SQL_MERGE_INTO", "USER_PROVIDED")
 
@@ -79,8 +82,8 @@ def _parse_keygen_type(value: Any) -> str:
 
 KEYGENERATOR_TYPE = option(
     "hoodie.datasource.write.keygenerator.type", None,
-    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, or their _AVRO twins); the class wins when "
-    "both are set. Hudi's other types (CUSTOM, GLOBAL_DELETE, AUTO_RECORD, SPARK_SQL...) are not implemented.",
+    "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, CUSTOM, or their _AVRO twins); the class wins "
+    "when both are set. Hudi's other types (GLOBAL_DELETE, AUTO_RECORD, SPARK_SQL...) are not implemented.",
     _parse_keygen_type)
 HIVE_STYLE_PARTITIONING = option(
     "hoodie.datasource.write.hive_style_partitioning", False,

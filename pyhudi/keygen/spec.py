@@ -13,6 +13,14 @@ input or an upsert would not find the record a Hudi writer stored. The rules (Hu
 * Non-partitioned: partition path ``""``.
 * Timestamp-based: the partition value read as a time (seconds, millis, scalar units or a date
   string) and formatted with ``output.dateformat``.
+* Custom (``CustomKeyGenerator``/``CustomAvroKeyGenerator``): partition fields given as
+  ``field:SIMPLE`` or ``field:TIMESTAMP``; each part is the simple or the timestamp-based rule for
+  its one field (hive-style ``field=`` and urlencode per part), the parts joined with ``/``; the
+  record key is the simple key for one field and the complex key (``f1:v1,f2:v2``, also
+  ``f:v`` never: one field is bare) for several.
+* Auto-generated keys (Hudi 0.14+, no record key field): ``<instant>_<spark partition>_<row>``
+  (``HoodieRecord.generateSequenceId`` through ``AutoRecordGenWrapperKeyGenerator``), the partition
+  path by the key generator the partition fields give.
 
 Values render as Hudi's Avro path renders them: dates ``yyyy-MM-dd``, timestamps as epoch
 microseconds unless ``consistent.logical.timestamp.enabled``.
@@ -37,18 +45,23 @@ SIMPLE = "SIMPLE"
 COMPLEX = "COMPLEX"
 NON_PARTITION = "NON_PARTITION"
 TIMESTAMP = "TIMESTAMP"
+CUSTOM = "CUSTOM"
+#: the partition part types of CustomKeyGenerator (``CustomAvroKeyGenerator.PartitionKeyType``)
+PART_TYPES = (SIMPLE, TIMESTAMP)
 
 _CLASS_OF = {
     SIMPLE: _KEYGEN_PACKAGE + "SimpleKeyGenerator",
     COMPLEX: _KEYGEN_PACKAGE + "ComplexKeyGenerator",
     NON_PARTITION: _KEYGEN_PACKAGE + "NonpartitionedKeyGenerator",
     TIMESTAMP: _KEYGEN_PACKAGE + "TimestampBasedKeyGenerator",
+    CUSTOM: _KEYGEN_PACKAGE + "CustomKeyGenerator",
 }
 _KIND_OF = {
     "SimpleKeyGenerator": SIMPLE, "SimpleAvroKeyGenerator": SIMPLE,
     "ComplexKeyGenerator": COMPLEX, "ComplexAvroKeyGenerator": COMPLEX,
     "NonpartitionedKeyGenerator": NON_PARTITION, "NonpartitionedAvroKeyGenerator": NON_PARTITION,
     "TimestampBasedKeyGenerator": TIMESTAMP, "TimestampBasedAvroKeyGenerator": TIMESTAMP,
+    "CustomKeyGenerator": CUSTOM, "CustomAvroKeyGenerator": CUSTOM,
 }
 
 #: Characters ``PartitionPathEncodeUtils.escapePathName`` turns into ``%XX``.
@@ -80,10 +93,25 @@ class KeyGenSpec:
     timestamp: TimestampSpec | None = None
     #: a ComplexKeyGenerator key of one field is ``field:value`` (else the bare value, HUDI-7001)
     field_prefixed: bool = True
+    #: CustomKeyGenerator: the type of each partition field (SIMPLE or TIMESTAMP), in order
+    partition_types: tuple[str, ...] = ()
+    #: no record key field: keys are generated as ``<instant>_<spark partition>_<row>`` (Hudi 0.14+)
+    auto_keys: bool = False
 
     @property
     def class_name(self) -> str:
         return _CLASS_OF[self.kind]
+
+    def part_type(self, index: int) -> str:
+        """How partition field ``index`` is rendered: SIMPLE or TIMESTAMP (a custom key generator
+        says per field; the simple and complex ones render every field as SIMPLE)."""
+        if self.kind == CUSTOM:
+            return self.partition_types[index]
+        return TIMESTAMP if self.kind == TIMESTAMP else SIMPLE
+
+    @property
+    def has_timestamp_part(self) -> bool:
+        return any(self.part_type(i) == TIMESTAMP for i in range(len(self.partition_fields)))
 
     @property
     def is_partitioned(self) -> bool:
@@ -104,7 +132,8 @@ def kind_of_class(name: str, *, what: str = "key generator") -> str:
         named = what + name if what.endswith("=") else f"{what} {name}"
         raise HudiUnsupportedError(
             f"{named} is not supported: pyhudi implements SimpleKeyGenerator, ComplexKeyGenerator, "
-            "NonpartitionedKeyGenerator and TimestampBasedKeyGenerator (and their Avro twins), whose keys and "
+            "NonpartitionedKeyGenerator, TimestampBasedKeyGenerator and CustomKeyGenerator (and their Avro twins), "
+            "whose keys and "
             "partition paths it writes as Hudi does; write with Apache Hudi's own Spark bundle for this one")
     return _KIND_OF[short]
 
@@ -134,23 +163,54 @@ def table_keygen_kind(props: Mapping[str, str]) -> str | None:
 def partition_values_in_paths(props: Mapping[str, str]) -> bool:
     """Whether the table's partition folders are named after its partition columns' values, so a
     filter on those columns can rule folders out by name: the simple and complex key generators
-    (and no key generator recorded, with partition fields of no ``:TYPE`` suffix). A timestamp,
-    custom or unknown key generator names them otherwise: no pruning by name, whatever it is."""
-    if ":" in (props.get(P.PARTITION_FIELDS) or ""):
-        return False  # CustomKeyGenerator's field:TYPE entries
+    (and no key generator recorded, with partition fields of no ``:TYPE`` suffix), and a custom one
+    whose recorded fields are all ``:SIMPLE`` (Hudi 1.x records the types in
+    ``hoodie.table.partition.fields`` from table version 8 on, ``HoodieTableConfigUtils``; a version
+    6 table records bare names, so its types are unknown). A timestamp part, or an unknown key
+    generator, names folders otherwise: no pruning by name, whatever it is."""
+    entries = [f.strip() for f in (props.get(P.PARTITION_FIELDS) or "").split(",") if f.strip()]
+    typed = [f.rpartition(":")[2].strip().upper() for f in entries if ":" in f]
     try:
         kind = table_keygen_kind(props)
     except HudiUnsupportedError:
         return False
+    if kind == CUSTOM or typed:
+        return bool(entries) and len(typed) == len(entries) and all(t == SIMPLE for t in typed)
     return kind in (None, SIMPLE, COMPLEX)
 
 
+def parse_custom_fields(entries: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields and their types of CustomKeyGenerator's ``field:TYPE`` partition entries, refused
+    as ``CustomAvroKeyGenerator.getPartitionKeyGenerators`` refuses them: an entry that is not one
+    field and one type, a type other than SIMPLE or TIMESTAMP (matched case-insensitively)."""
+    fields, types = [], []
+    for entry in entries:
+        parts = entry.split(":")
+        if len(parts) != 2 or not parts[0].strip():
+            raise HudiConfigError(
+                f"{C.PARTITIONPATH_FIELD.key} entry {entry!r} is not field:TYPE: CustomKeyGenerator takes each "
+                f"partition field with its type, e.g. region:SIMPLE,ts:TIMESTAMP (Hudi: 'Unable to find field names "
+                "for partition path in proper format'). A table of version 6 records its partition fields without "
+                "types: give this option with the types on every write to it, as Hudi requires")
+        kind = parts[1].strip().upper()
+        if kind not in PART_TYPES:
+            raise HudiConfigError(
+                f"{C.PARTITIONPATH_FIELD.key} entry {entry!r} has the partition type {parts[1].strip()!r}: "
+                f"CustomKeyGenerator's types are {' and '.join(PART_TYPES)} (CustomAvroKeyGenerator.PartitionKeyType)")
+        fields.append(parts[0].strip())
+        types.append(kind)
+    return tuple(fields), tuple(types)
+
+
 def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
-    """The key generator a write uses, from its options (table properties already folded in)."""
+    """The key generator a write uses, from its options (table properties already folded in).
+
+    Without a record key field the keys are generated (``KeyGenUtils.isAutoGeneratedRecordKeysEnabled``)
+    and the key generator inferred from the partition fields alone
+    (``KeyGenUtils.inferKeyGeneratorTypeForAutoKeyGen``); partition fields with ``:TYPE`` suffixes
+    and no key generator named infer CustomKeyGenerator (as Hudi 1.1's ``inferKeyGeneratorType``)."""
     key_fields = cfg.get(C.RECORDKEY_FIELD) or ()
-    if not key_fields:
-        raise HudiConfigError(
-            "no record key: set hoodie.datasource.write.recordkey.field (pyhudi does not generate keys)")
+    auto = not key_fields
     part_fields = cfg.get(C.PARTITIONPATH_FIELD) or ()
     klass = cfg.get(C.KEYGENERATOR_CLASS)
     if klass:
@@ -159,35 +219,48 @@ def resolve_keygen(cfg: HudiConfig) -> KeyGenSpec:
         kind = cfg.get(C.KEYGENERATOR_TYPE)  # the option's parser refuses the types pyhudi does not implement
     elif not part_fields:
         kind = NON_PARTITION
-    elif len(part_fields) == 1 and len(key_fields) == 1:
+    elif any(":" in f for f in part_fields):
+        kind = CUSTOM
+    elif len(part_fields) == 1 and len(key_fields) <= 1:
         kind = SIMPLE
     else:
         kind = COMPLEX
-    if kind == SIMPLE and (len(key_fields) != 1 or len(part_fields) > 1):
+    if kind == SIMPLE and (len(key_fields) > 1 or len(part_fields) > 1):
         raise HudiConfigError(
             "SimpleKeyGenerator takes one record key field and one partition field; "
             f"got {','.join(key_fields)} / {','.join(part_fields)}: use ComplexKeyGenerator")
+    types: tuple[str, ...] = ()
+    if kind == CUSTOM:
+        part_fields, types = parse_custom_fields(tuple(part_fields))
+    elif any(":" in f for f in part_fields):
+        raise HudiConfigError(
+            f"{C.PARTITIONPATH_FIELD.key}={','.join(part_fields)} gives partition types (field:TYPE), which only "
+            f"CustomKeyGenerator takes, but the key generator is {_CLASS_OF[kind].rsplit('.', 1)[-1]}: set "
+            f"{C.KEYGENERATOR_TYPE.key}=CUSTOM or name the fields without types")
     timestamp = None
     if kind == TIMESTAMP:
         if len(part_fields) != 1:
             raise HudiConfigError("TimestampBasedKeyGenerator takes exactly one partition field")
-        timestamp = _timestamp_spec(cfg)
+        timestamp = _timestamp_spec(cfg, "TimestampBasedKeyGenerator")
+    elif TIMESTAMP in types:
+        names = ", ".join(f for f, t in zip(part_fields, types) if t == TIMESTAMP)
+        timestamp = _timestamp_spec(cfg, f"CustomKeyGenerator's TIMESTAMP partition field {names}")
     if kind == NON_PARTITION:
         part_fields = ()
     return KeyGenSpec(
         kind=kind, record_key_fields=tuple(key_fields), partition_fields=tuple(part_fields),
         hive_style=cfg.get(C.HIVE_STYLE_PARTITIONING), url_encode=cfg.get(C.PARTITIONPATH_URLENCODE),
         consistent_logical_timestamp=cfg.get(C.CONSISTENT_LOGICAL_TIMESTAMP), timestamp=timestamp,
-        field_prefixed=not cfg.get(C.COMPLEX_KEYGEN_NEW_ENCODING))
+        field_prefixed=not cfg.get(C.COMPLEX_KEYGEN_NEW_ENCODING), partition_types=types, auto_keys=auto)
 
 
-def _timestamp_spec(cfg: HudiConfig) -> TimestampSpec:
+def _timestamp_spec(cfg: HudiConfig, who: str) -> TimestampSpec:
     ttype = cfg.get(C.TIMESTAMP_TYPE)
     if not ttype:
-        raise HudiConfigError(f"TimestampBasedKeyGenerator needs {C.TIMESTAMP_TYPE.key}")
+        raise HudiConfigError(f"{who} needs {C.TIMESTAMP_TYPE.key}")
     out_fmt = cfg.get(C.TIMESTAMP_OUTPUT_FORMAT)
     if not out_fmt:
-        raise HudiConfigError(f"TimestampBasedKeyGenerator needs {C.TIMESTAMP_OUTPUT_FORMAT.key}")
+        raise HudiConfigError(f"{who} needs {C.TIMESTAMP_OUTPUT_FORMAT.key}")
     import re
 
     delimiter = (cfg.get(C.TIMESTAMP_INPUT_FORMAT_DELIMITER) or ",").strip() or ","

@@ -5,6 +5,13 @@ Keys are computed for every incoming row, so they must not go through Python: ea
 the Spark job with a marked message that :func:`pyhudi.spark.errors.translate` turns into a
 :class:`~pyhudi.errors.HudiKeyError`. Partition paths that cannot be folders of the table are
 refused before the write starts (:func:`check_partitions`).
+
+Auto-generated keys (:func:`auto_key_expr`) are ``<instant>_<spark partition>_<row>`` as Hudi's
+``AutoRecordGenWrapperKeyGenerator`` makes them: the Spark partition index of the rows being keyed
+(``TaskContext.getPartitionId`` in ``HoodieCreateRecordUtils``/``HoodieDatasetBulkInsertHelper``)
+and the row's position within that partition from 0 (the wrapper's ``rowId++``), both taken from
+``monotonically_increasing_id`` (partition index << 33 | position), so a retried task regenerates the
+same keys for the same input partition.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pyhudi.keygen.spec import (
     EMPTY_KEY,
     NON_PARTITION,
     NULL_KEY,
+    SIMPLE,
     TIMESTAMP,
     KeyGenSpec,
 )
@@ -82,7 +90,24 @@ def with_required_ordering(df: DataFrame, field: str) -> DataFrame:
     return df.withColumn(field, F.when(value.isNull(), _raise(message)).otherwise(value))
 
 
-def record_key_expr(spec: KeyGenSpec, schema: T.StructType) -> Column:
+#: ``monotonically_increasing_id`` keeps the row's position within its partition in its low 33 bits
+_POSITION_BITS = 33
+
+
+def auto_key_expr(instant: str) -> Column:
+    """Hudi's generated key ``<instant>_<spark partition>_<row>`` (``HoodieRecord.generateSequenceId``)
+    for the rows of the DataFrame it is evaluated on; native Spark, no UDF."""
+    partition = F.spark_partition_id()
+    position = F.monotonically_increasing_id() - F.shiftleft(partition.cast("long"), _POSITION_BITS)
+    return F.concat_ws("_", F.lit(instant), partition.cast("string"), position.cast("string"))
+
+
+def record_key_expr(spec: KeyGenSpec, schema: T.StructType, *, instant: str | None = None) -> Column:
+    """The record key of every row; ``instant``: the write's instant, which generated keys carry."""
+    if spec.auto_keys:
+        if instant is None:
+            raise ValueError("auto-generated record keys need the write's instant")
+        return auto_key_expr(instant)
     fields = spec.record_key_fields
     values = [value_string(f, field_type(schema, f), spec.consistent_logical_timestamp) for f in fields]
     if len(fields) == 1:
@@ -110,12 +135,16 @@ def _escape(col: Column) -> Column:
 
 
 def partition_path_expr(spec: KeyGenSpec, schema: T.StructType, session_tz: str) -> Column:
+    """The partition path: one part per partition field, joined with ``/``. A SIMPLE part is
+    ``KeyGenUtils.getPartitionPath`` (null or empty: ``__HIVE_DEFAULT_PARTITION__``, then escaped
+    when urlencode is on, then ``field=`` when hive-style), a TIMESTAMP part the timestamp-based
+    rule; CustomKeyGenerator says per field which (``CustomKeyGenerator.getPartitionPath``)."""
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return F.lit("")
     parts = []
-    for f in spec.partition_fields:
+    for i, f in enumerate(spec.partition_fields):
         dtype = field_type(schema, f)
-        if spec.kind == TIMESTAMP:
+        if spec.part_type(i) == TIMESTAMP:
             v = _timestamp_partition(spec, f, dtype, session_tz)
             if spec.url_encode:
                 v = _escape(v)
@@ -188,10 +217,12 @@ def _session_tz(df: DataFrame) -> str:
     return df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
 
 
-def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str) -> DataFrame:
-    """``df`` with the record key and partition path columns added (native expressions only)."""
+def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str,
+              instant: str | None = None) -> DataFrame:
+    """``df`` with the record key and partition path columns added (native expressions only);
+    ``instant``: the write's instant (generated keys carry it)."""
     return df.withColumns({
-        key_col: record_key_expr(spec, df.schema),
+        key_col: record_key_expr(spec, df.schema, instant=instant),
         partition_col: partition_path_expr(spec, df.schema, _session_tz(df)),
     })
 
@@ -204,7 +235,7 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     characters as they are: then the batch's distinct paths are computed by one Spark job and
     checked with pyarrow (:mod:`pyhudi.keygen.paths`). Other values (numbers, dates, hex) make one
     plain folder name each. A timestamp partition's shape comes from its output format alone, so
-    one rendered value stands for all.
+    one rendered value stands for all; a custom key generator's paths are computed whole.
     """
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return
@@ -213,9 +244,11 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
         sample = df.sparkSession.range(1).select(_one_timestamp_path(spec, tz).alias("p"))
         check_partition_paths(pa.array([sample.collect()[0][0]], pa.string()), fields=spec.partition_fields)
         return
-    if spec.hive_style and spec.url_encode:
+    if spec.hive_style and spec.url_encode and not spec.has_timestamp_part:
         return
-    if not any(isinstance(field_type(df.schema, f), T.StringType) for f in spec.partition_fields):
+    strings = any(isinstance(field_type(df.schema, f), T.StringType) and spec.part_type(i) == SIMPLE
+                  for i, f in enumerate(spec.partition_fields))
+    if not strings and not spec.has_timestamp_part:
         return
     paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
     listing = table.metadata_listing() if table is not None else None

@@ -37,7 +37,7 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     partitions (see :func:`pyhudi.spark.routing.coalesced`).
     """
     data = coalesced(data, spark_parallelism(data))
-    keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH)
+    keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH, instant=state.instant)
     if operation == "delete":
         flag: Column = F.lit(True)
     elif state.is_deleted_column:

@@ -22,7 +22,7 @@ from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.encoding import resolve_encoding
-from pyhudi.keygen.spec import TIMESTAMP, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
+from pyhudi.keygen.spec import CUSTOM, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
 from pyhudi.services.archival import validate as validate_archival
 from pyhudi.services.table_version import creation_properties
 from pyhudi.spark.keygen import field_type
@@ -85,6 +85,8 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     if sync_enabled(cfg):
         check_sync_options(cfg)
     operation = cfg.get(C.OPERATION)
+    if not cfg.get(C.RECORDKEY_FIELD) and not cfg.is_set(C.OPERATION):
+        operation = "bulk_insert"  # Hudi's deduceOperation: generated keys make the write append-only
     if operation not in OPERATION_TYPES:
         raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(OPERATION_TYPES)}")
     if mode == "overwrite" and operation in ("delete", "delete_partition"):
@@ -114,8 +116,42 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
     spec = resolve_keygen(cfg)
+    if spec.auto_keys:
+        check_auto_keys(cfg, operation, replace)
     # a delete_partition writes no record: the keys' encoding does not matter to it
     return spec if replace == DELETE_PARTITION else resolve_encoding(request.table, spec, cfg)
+
+
+#: the operations a write with generated record keys may run: they add records and never look
+#: stored ones up by key (the replace operations retire file groups, not keys)
+AUTO_KEY_OPERATIONS = ("insert", "bulk_insert")
+
+
+def check_auto_keys(cfg: HudiConfig, operation: str, replace: str | None) -> None:
+    """A write with auto-generated record keys (no record key field), refused where Hudi refuses it
+    (``AutoRecordKeyGenerationUtils.mayBeValidateParamsForAutoGenerationOfRecordKeys``: combining or
+    dropping duplicates, no meta fields) and where its keys could not find a stored record: an
+    upsert or delete by incoming rows. Hudi generates fresh keys for an upsert's rows (so it inserts
+    them), and updates or deletes such a table only through records that carry their stored
+    ``_hoodie_record_key`` (``HoodieWriterUtils.canDoPreppedWrites``) or Spark SQL's UPDATE, DELETE
+    and MERGE INTO; pyhudi refuses the keyed upsert and delete rather than duplicate records."""
+    where = ("no record key field is set (hoodie.datasource.write.recordkey.field, and the table records none), "
+             "so the record keys are generated")
+    if operation not in AUTO_KEY_OPERATIONS and replace is None:
+        raise HudiUnsupportedError(
+            f"operation {operation} is not supported with auto generation of record keys: {where} "
+            "(<instant>_<partition>_<row>) and no incoming row can name a stored record. Use insert or bulk_insert to "
+            "append; to update or delete, write to a table with a record key field")
+    for opt in (C.COMBINE_BEFORE_INSERT, C.INSERT_DROP_DUPLICATES):
+        if cfg.get(opt):
+            raise HudiConfigError(f"Enabling {opt.key} is not supported with auto generation of record keys: {where}, "
+                                  f"so no two records share a key to combine; set {opt.key}=false")
+    if not cfg.get(C.POPULATE_META_FIELDS):
+        raise HudiConfigError(f"Disabling {C.POPULATE_META_FIELDS.key} is not supported with auto generation of record "
+                              f"keys: {where}, and only _hoodie_record_key keeps them")
+    if cfg.get(C.INDEX_TYPE) == "BUCKET":
+        raise HudiUnsupportedError(f"hoodie.index.type=BUCKET is not supported with auto generation of record keys: "
+                                   f"{where}, and the bucket index hashes record key fields")
 
 
 def check_stats_columns(cfg: HudiConfig, target: pa.Schema) -> None:
@@ -137,11 +173,17 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
     """Hudi's ``validateTableConfig``: options the user set must agree with hoodie.properties."""
     conflicts = []
     for prop, opt in _TABLE_TO_OPTION.items():
-        if not cfg.is_set(opt) or prop not in table.properties or prop == P.KEYGEN_CLASS:
+        if not cfg.is_set(opt) or prop not in table.properties or prop in (P.KEYGEN_CLASS, P.PARTITION_FIELDS):
             continue
         mine, theirs = _normalized(opt, cfg.raw[opt.key]), _normalized(opt, table.properties[prop])
         if mine != theirs:
             conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {table.properties[prop]!r}")
+    partitions = _partition_fields_conflict(cfg, table)
+    if partitions:
+        conflicts.append(partitions)
+    if cfg.is_set(C.RECORDKEY_FIELD) and cfg.get(C.RECORDKEY_FIELD) and not table.properties.get(P.RECORD_KEY_FIELDS):
+        conflicts.append(f"  {C.RECORDKEY_FIELD.key}: write option {cfg.raw[C.RECORDKEY_FIELD.key]!r}, table has "
+                         "auto-generated record keys (no hoodie.table.recordkey.fields)")
     theirs_kind, mine_kind = table_keygen_kind(table.properties), _keygen_option_kind(cfg)
     if theirs_kind is not None and mine_kind is not None and theirs_kind != mine_kind:
         prop = P.KEYGEN_CLASS if P.KEYGEN_CLASS in table.properties else P.KEYGEN_TYPE
@@ -158,6 +200,32 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
         raise HudiTableMismatchError(
             f"the write options conflict with the table at {table.path}:\n" + "\n".join(conflicts)
             + "\nwrite with the table's settings, or write to a new path")
+
+
+def _typed_fields(value: Any) -> list[tuple[str, str | None]]:
+    """Partition field entries as (field, TYPE or None): CustomKeyGenerator's ``field:TYPE``."""
+    out: list[tuple[str, str | None]] = []
+    for entry in C.PARTITIONPATH_FIELD.parse(value) or ():
+        name, _, kind = entry.partition(":")
+        out.append((name.strip(), kind.strip().upper() or None))
+    return out
+
+
+def _partition_fields_conflict(cfg: HudiConfig, table: HudiTable) -> str | None:
+    """The partition fields the write names against those the table records, compared by name as
+    Hudi's ``validateTableConfig`` does (``SparkKeyGenUtils.getPartitionColumns`` strips a custom
+    key generator's ``:TYPE``; tables of version 6 record bare names), and by type where both
+    carry one (version 8 on records them, ``HoodieTableConfigUtils``)."""
+    if not cfg.is_set(C.PARTITIONPATH_FIELD) or P.PARTITION_FIELDS not in table.properties:
+        return None
+    mine = _typed_fields(cfg.raw[C.PARTITIONPATH_FIELD.key])
+    theirs = _typed_fields(table.properties[P.PARTITION_FIELDS])
+    same_names = [n for n, _ in mine] == [n for n, _ in theirs]
+    same_types = all(a is None or b is None or a == b for (_, a), (_, b) in zip(mine, theirs))
+    if same_names and same_types:
+        return None
+    return (f"  {C.PARTITIONPATH_FIELD.key}: write option {cfg.raw[C.PARTITIONPATH_FIELD.key]!r}, table has "
+            f"{table.properties[P.PARTITION_FIELDS]!r}")
 
 
 def _payload_against_merge_mode(cfg: HudiConfig, table: HudiTable) -> str | None:
@@ -226,12 +294,19 @@ def options_from_table(table: HudiTable) -> dict[str, str]:
 
 def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) -> dict[str, str]:
     name = cfg.get(C.TABLE_NAME)
-    props: dict[str, str] = {P.NAME: name, P.TYPE: cfg.get(C.TABLE_TYPE), P.VERSION: "6",
-                             P.LAYOUT_VERSION: "1", P.RECORD_KEY_FIELDS: ",".join(spec.record_key_fields)}
+    version = int(cfg.get(C.WRITE_TABLE_VERSION))
+    props: dict[str, str] = {P.NAME: name, P.TYPE: cfg.get(C.TABLE_TYPE), P.VERSION: "6", P.LAYOUT_VERSION: "1"}
+    if not spec.auto_keys:  # Hudi records no key fields for generated keys (setRecordKeyFields(null))
+        props[P.RECORD_KEY_FIELDS] = ",".join(spec.record_key_fields)
     if cfg.get(C.DATABASE_NAME):
         props[P.DATABASE] = cfg.get(C.DATABASE_NAME)
     if spec.partition_fields:
-        props[P.PARTITION_FIELDS] = ",".join(spec.partition_fields)
+        # CustomKeyGenerator: bare names in version 6, field:TYPE from version 8 on
+        # (HoodieSparkSqlWriter's partitionColumnsForKeyGenerator, HoodieTableConfigUtils.getPartitionFieldProp)
+        typed = spec.kind == CUSTOM and version >= 8
+        props[P.PARTITION_FIELDS] = ",".join(
+            f"{f}:{t}" for f, t in zip(spec.partition_fields, spec.partition_types)) if typed \
+            else ",".join(spec.partition_fields)
     if cfg.is_set(C.PRECOMBINE_FIELD):
         props[P.PRECOMBINE_FIELD] = cfg.get(C.PRECOMBINE_FIELD)
     props[P.KEYGEN_CLASS] = spec.class_name
@@ -245,12 +320,11 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
     props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
     if not cfg.get(C.POPULATE_META_FIELDS):
         props[P.POPULATE_META_FIELDS] = "false"
-    if spec.kind == TIMESTAMP:
+    if spec.has_timestamp_part:  # (Hudi records them for TimestampBasedKeyGenerator; pyhudi for a custom one too)
         for opt in _TIMESTAMP_PROPS:
             if cfg.is_set(opt):
                 props[opt.key] = str(cfg.raw[opt.key])
     props[P.CREATE_SCHEMA] = create_schema
-    version = int(cfg.get(C.WRITE_TABLE_VERSION))
     if version == 6:
         return props
     return creation_properties(props, version, merge_mode=creation_merge_mode(cfg))
@@ -283,6 +357,10 @@ def ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTa
     field = cfg.get(C.PRECOMBINE_FIELD)
     explicit = cfg.is_set(C.PRECOMBINE_FIELD) or (table is not None and table.config.precombine_field)
     if not field:
+        return None
+    if not cfg.get(C.RECORDKEY_FIELD):  # generated keys are unique: nothing to order
+        if explicit:
+            log.warning("Precombine field %s will be ignored with auto record key generation enabled", field)
         return None
     if field in df.columns or "." in field:
         try:
