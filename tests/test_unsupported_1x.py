@@ -251,7 +251,8 @@ def test_a_key_generator_pyhudi_does_not_implement_refuses_writes(spark, mor_tab
 def test_a_key_generator_type_a_write_asks_for_is_refused(spark, tmp_path):
     df = spark.createDataFrame(ROWS, SCHEMA)
     with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="keygenerator.type=GLOBAL_DELETE_AVRO"):
-        pyhudi.write(df, str(tmp_path / "t"), {**OPTS, "hoodie.datasource.write.keygenerator.type": "GLOBAL_DELETE_AVRO"})
+        pyhudi.write(df, str(tmp_path / "t"),
+                     {**OPTS, "hoodie.datasource.write.keygenerator.type": "GLOBAL_DELETE_AVRO"})
     assert not (tmp_path / "t").exists()
 
 
