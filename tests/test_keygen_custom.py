@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 from conftest import hudi_rs_rows, unzip_table
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pyhudi
 from pyhudi.config import HudiConfig
@@ -242,3 +244,68 @@ def test_a_table_hudi_keyed_with_custom_reads_prunes_and_takes_upserts(spark, hu
     assert changed[0]["_hoodie_record_key"] == some["_hoodie_record_key"] == f"id:{some['id']},name:{some['name']}"
     assert changed[0]["_hoodie_partition_path"] == some["_hoodie_partition_path"]
     assert sorted(r["id"] for r in pyhudi.read(spark, path).collect()) == sorted(r[0] for r in stored)
+
+
+# -- a model of Hudi's rules against the Spark expressions ---------------------------------------------
+
+#: ``PartitionPathEncodeUtils.charToEscape``: 0x00-0x1F and these, each written ``%XX`` (upper hex)
+_HUDI_ESCAPED = {chr(c) for c in range(0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _model_key(fields: list[str], row: dict) -> str:
+    """CustomKeyGenerator's record key: SimpleKeyGenerator's for one field, ComplexKeyGenerator's
+    (``KeyGenUtils.getRecordKey``: ``f:v`` joined by ``,``) for several."""
+    if len(fields) == 1:
+        return str(row[fields[0]])
+    return ",".join(f"{f}:{row[f]}" for f in fields)
+
+
+def _model_path(row: dict, *, hive: bool, encode: bool) -> str:
+    """``region:SIMPLE,ts:TIMESTAMP`` (UNIX_TIMESTAMP, ``yyyyMMdd``, UTC) as Hudi renders it."""
+    import datetime
+
+    def escape(text: str) -> str:
+        return "".join(f"%{ord(ch):02X}" if ch in _HUDI_ESCAPED else ch for ch in text)
+
+    region = row["region"] if row["region"] else _DEFAULT   # KeyGenUtils.getPartitionPath
+    region = escape(region) if encode else region
+    seconds = 1 if row["ts"] is None else row["ts"]          # a null timestamp is 1 unit after the epoch
+    day = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y%m%d")
+    day = escape(day) if encode else day
+    return f"region={region}/ts={day}" if hive else f"{region}/{day}"
+
+
+_ROW = st.fixed_dictionaries({
+    "id": st.text(alphabet="abc19", min_size=1, max_size=4),
+    "name": st.text(alphabet="xyz", min_size=1, max_size=3),
+    "region": st.none() | st.text(alphabet="ab /%=:#{é\t", max_size=5),
+    "ts": st.none() | st.integers(min_value=0, max_value=4_000_000_000),
+})
+
+
+_COMBINATIONS = [(keys, hive, encode) for keys in (("id",), ("id", "name")) for hive in (False, True)
+                 for encode in (False, True)]
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(_ROW, min_size=1, max_size=40))
+def test_custom_keys_and_paths_equal_a_model_of_hudis_rules(spark, rows):
+    """Every record key and partition path of random rows, for one and two key fields, hive-style
+    and urlencode on and off (one Spark job per example), equals the model's."""
+    from pyhudi.spark.keygen import partition_path_expr, record_key_expr
+
+    df = spark.createDataFrame([(r["id"], r["name"], r["region"], r["ts"], 0) for r in rows], SCHEMA)
+    columns = []
+    for i, (keys, hive, encode) in enumerate(_COMBINATIONS):
+        spec = resolve_keygen(HudiConfig.of({
+            **BASE, "hoodie.datasource.write.recordkey.field": ",".join(keys),
+            "hoodie.datasource.write.hive_style_partitioning": str(hive), "hoodie.keygen.timebased.output.timezone":
+            "UTC", "hoodie.datasource.write.partitionpath.urlencode": str(encode),
+            "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd"}))
+        columns += [record_key_expr(spec, df.schema).alias(f"k{i}"), partition_path_expr(spec, df.schema, "UTC")
+                    .alias(f"p{i}")]
+    got = [tuple(r) for r in df.select(*columns).collect()]
+    expected = [tuple(v for keys, hive, encode in _COMBINATIONS
+                      for v in (_model_key(list(keys), r), _model_path(r, hive=hive, encode=encode))) for r in rows]
+    assert got == expected
