@@ -35,6 +35,7 @@ from pyhudi.config import properties as P
 from pyhudi.errors import HudiConfigError, HudiTableMismatchError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.spec import CUSTOM, SIMPLE, TIMESTAMP, partition_values_in_paths, resolve_keygen
+from pyhudi.services.table_version import property_changes
 
 HUDI1X = Path(__file__).parent / "data" / "hudi1x"
 PARTITION_OPTION = "hoodie.datasource.write.partitionpath.field"
@@ -309,3 +310,19 @@ def test_custom_keys_and_paths_equal_a_model_of_hudis_rules(spark, rows):
     expected = [tuple(v for keys, hive, encode in _COMBINATIONS
                       for v in (_model_key(list(keys), r), _model_path(r, hive=hive, encode=encode))) for r in rows]
     assert got == expected
+
+
+def test_a_version_change_records_the_types_and_strips_them(spark, tmp_path):
+    """``SevenToEightUpgradeHandler.upgradePartitionFields`` records the writer's ``field:TYPE``
+    entries; ``EightToSevenDowngradeHandler.downgradePartitionFields`` leaves the bare names."""
+    path = tmp_path / "t"
+    options = {**BASE, "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.keygen.timebased.output.dateformat": "yyyy"}
+    df = spark.createDataFrame(ROWS[:1], SCHEMA)
+    pyhudi.write(df, str(path), options)
+    assert _props(path)[P.PARTITION_FIELDS] == "region,ts"
+    pyhudi.write(df, str(path), {**options, "hoodie.write.table.version": "8", "hoodie.write.auto.upgrade": "true"})
+    assert (_props(path)[P.VERSION], _props(path)[P.PARTITION_FIELDS]) == ("8", "region:SIMPLE,ts:TIMESTAMP")
+    assert [r["_hoodie_partition_path"] for r in pyhudi.read(spark, str(path)).collect()] == ["us/east/2023"]
+    down = property_changes(_props(path), 8, 6)
+    assert (down[P.VERSION], down[P.PARTITION_FIELDS]) == ("6", "region,ts")

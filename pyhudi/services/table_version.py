@@ -23,6 +23,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pyhudi import config as C
 from pyhudi.commit.metadata_sync import prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
@@ -101,10 +102,16 @@ def _check(table: HudiTable, to_version: int) -> None:
                       "encodes as field:value", "Keep the table at version 8 or below")
 
 
-def property_changes(props: Mapping[str, str], from_version: int, to_version: int) -> dict[str, str | None]:
+def property_changes(props: Mapping[str, str], from_version: int, to_version: int, *,
+                     partition_path_field: str | None = None) -> dict[str, str | None]:
     """The ``hoodie.properties`` changes of moving a table from one version to another (None:
-    remove), step by step as Hudi's handlers make them."""
+    remove), step by step as Hudi's handlers make them. ``partition_path_field``: the writer's
+    ``hoodie.datasource.write.partitionpath.field``, which a custom key generator's table records
+    with its ``:TYPE`` suffixes from version 8 on (``SevenToEightUpgradeHandler.upgradePartitionFields``;
+    a downgrade strips them again, ``EightToSevenDowngradeHandler.downgradePartitionFields``)."""
     current = dict(props)
+    custom = current.get(P.KEYGEN_CLASS, "").rsplit(".", 1)[-1] in ("CustomKeyGenerator", "CustomAvroKeyGenerator") \
+        or current.get(P.KEYGEN_TYPE, "").upper() in ("CUSTOM", "CUSTOM_AVRO")
     changes: dict[str, str | None] = {}
 
     def put(key: str, value: str | None) -> None:
@@ -129,6 +136,8 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
             kind = KEYGEN_TYPES.get(current.get(P.KEYGEN_CLASS, ""))
             if kind:
                 put(P.KEYGEN_TYPE, kind)
+            if custom and partition_path_field and ":" in partition_path_field:
+                put(P.PARTITION_FIELDS, ",".join(f.strip() for f in partition_path_field.split(",") if f.strip()))
             version = 8
         elif version == 8 and to_version > 8:  # EightToNineUpgradeHandler
             if current.get(P.PRECOMBINE_FIELD):
@@ -153,6 +162,9 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
             mode = (current.get(P.MERGE_MODE) or "").upper()
             if not current.get(P.PAYLOAD_CLASS) and mode in (EVENT_TIME, COMMIT_TIME):
                 put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
+            if custom and ":" in current.get(P.PARTITION_FIELDS, ""):
+                bare = (f.split(":")[0].strip() for f in current[P.PARTITION_FIELDS].split(","))
+                put(P.PARTITION_FIELDS, ",".join(bare))
             if not current.get(P.KEYGEN_CLASS) and current.get(P.KEYGEN_TYPE) in CLASS_OF_KEYGEN_TYPE:
                 put(P.KEYGEN_CLASS, CLASS_OF_KEYGEN_TYPE[current[P.KEYGEN_TYPE]])
             for key in (INITIAL_VERSION, P.MERGE_MODE, MERGE_STRATEGY, MERGE_STRATEGY_V6, P.KEYGEN_TYPE,
@@ -225,7 +237,9 @@ def change_version(table: HudiTable, to_version: int, cfg: HudiConfig | None = N
             layout = 2 if to_version >= 8 else 1
             conversion = write_converted(table.storage, to_layout=layout, utc=table.config.utc_timeline)
             archived = write_converted_archive(table.storage, to_layout=layout)
-        update_table_config(table.storage, property_changes(table.config.props, from_version, to_version))
+        written = str(cfg.raw[C.PARTITIONPATH_FIELD.key]) if cfg.is_set(C.PARTITIONPATH_FIELD) else None
+        update_table_config(table.storage, property_changes(table.config.props, from_version, to_version,
+                                                            partition_path_field=written))
         for done in (conversion, archived):
             if done is not None:
                 remove_old(table.storage, done)
