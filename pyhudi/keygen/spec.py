@@ -16,8 +16,8 @@ input or an upsert would not find the record a Hudi writer stored. The rules (Hu
 * Custom (``CustomKeyGenerator``/``CustomAvroKeyGenerator``): partition fields given as
   ``field:SIMPLE`` or ``field:TIMESTAMP``; each part is the simple or the timestamp-based rule for
   its one field (hive-style ``field=`` and urlencode per part), the parts joined with ``/``; the
-  record key is the simple key for one field and the complex key (``f1:v1,f2:v2``, also
-  ``f:v`` never: one field is bare) for several.
+  record key is the simple key (the bare value) for one field and the complex key
+  (``f1:v1,f2:v2``) for several.
 * Auto-generated keys (Hudi 0.14+, no record key field): ``<instant>_<spark partition>_<row>``
   (``HoodieRecord.generateSequenceId`` through ``AutoRecordGenWrapperKeyGenerator``), the partition
   path by the key generator the partition fields give.
