@@ -53,6 +53,9 @@ YIELDS_CHANGES = frozenset({"INSERT", "UPSERT", "UPSERT_PREPPED", "DELETE", "DEL
                             "DELETE_PARTITION", "INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "BOOTSTRAP"})
 _DELETES = frozenset({"DELETE", "DELETE_PREPPED"})  # WriteOperationType.isDelete
 _NO_COMMIT = ("", "null", None)
+#: cases that compare the group's state before and as of the instant (two log files the instant
+#: wrote to one group, say a rolled-over log, are one comparison)
+_COMPARED = frozenset({InferenceCase.LOG_FILE, InferenceCase.BASE_FILE_UPDATE})
 
 
 @dataclass(frozen=True)
@@ -113,9 +116,16 @@ def plan_cdc(table: HudiTable, begin: object, end: object | None = None, *, hole
     splits: list[CDCSplit] = []
     for write, meta in metas:
         t = write.timestamp
+        compared: set[tuple[str, str]] = set()
         for stat in sorted(meta.write_stats(), key=lambda s: (s.partitionPath, s.fileId)):
-            if stat.fileId:
-                splits.append(_split_of_stat(t, stat, meta.operation_type.upper(), groups, cleaned))
+            if not stat.fileId:
+                continue
+            split = _split_of_stat(t, stat, meta.operation_type.upper(), groups, cleaned)
+            if split.case in _COMPARED:  # the whole group's change at t: once, however many files t wrote
+                if (stat.partitionPath, stat.fileId) in compared:
+                    continue
+                compared.add((stat.partitionPath, stat.fileId))
+            splits.append(split)
         for partition, fid in sorted(meta.replaced_file_groups()):
             _check_cleaned(cleaned, t, partition, fid)
             group = groups.get((partition, fid))
