@@ -342,6 +342,8 @@ def test_json_rendering_is_column_wise_and_exact():
         {"s": "\x01", "i": 3, "f": None, "b": None, "l": []}]
     assert compact[1] == '{"s":null,"i":null,"f":2,"b":false,"l":null}'
     assert records_json(table.select(["i"]), spaced=True).to_pylist()[0] == '{"i": 1}'
+    special = records_json(pa.table({"f": [float("nan"), float("inf"), -float("inf")]}), spaced=False)
+    assert special.to_pylist() == ['{"f":NaN}', '{"f":Infinity}', '{"f":-Infinity}']
 
 
 # -- Spark: data source and streaming -----------------------------------------------------------------

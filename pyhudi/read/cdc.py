@@ -147,8 +147,9 @@ def _json_values(values: pa.Array, *, spaced: bool) -> pa.Array:
         return _json_strings(values)
     if pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_decimal(t):
         return values.cast(pa.string())
-    if pa.types.is_floating(t):
-        return values.cast(pa.float64()).cast(pa.string())
+    if pa.types.is_floating(t):  # NaN and infinities as Jackson writes them
+        text = values.cast(pa.float64()).cast(pa.string())
+        return pc.replace_substring_regex(pc.replace_substring_regex(text, "^nan$", "NaN"), "inf$", "Infinity")
     if pa.types.is_date(t):
         return values.cast(pa.date32()).cast(pa.int32()).cast(pa.string())
     if pa.types.is_timestamp(t):
@@ -204,8 +205,8 @@ def _state(storage: Storage, piece: SliceToRead | None, ctx: CDCContext, schema:
 
 def _rows(op: pa.Array | str, instant: str, before: pa.Array | None, after: pa.Array | None, n: int) -> pa.Table:
     nulls = pa.nulls(n, pa.string())
-    ops = pa.array([op] * n, pa.string()) if isinstance(op, str) else op
-    return pa.Table.from_arrays([ops, pa.array([instant] * n, pa.string()),
+    ops = pa.repeat(pa.scalar(op, pa.string()), n) if isinstance(op, str) else op
+    return pa.Table.from_arrays([ops, pa.repeat(pa.scalar(instant, pa.string()), n),
                                  nulls if before is None else before, nulls if after is None else after],
                                 schema=CDC_SCHEMA)
 
