@@ -329,7 +329,22 @@ def test_as_is_cdc_files_in_every_logging_mode(two_versions, mode):
     else:  # op_key_only: both from the slices
         assert json.loads(update["before"])["_hoodie_commit_time"] == c1
         assert json.loads(update["after"])["_hoodie_commit_time"] == c2
-    (folder / name).unlink()
+    # planned end to end: the commit's write statistic names the CDC file (cdcStats), so the
+    # split is AS_IS over it (HoodieCDCExtractor.parseWriteStat)
+    commit = Path(table.storage.full(f".hoodie/{c2}.commit"))
+    original = commit.read_text()
+    doc = json.loads(original)
+    (stat,) = doc["partitionToWriteStats"]["p0"]
+    stat["cdcStats"] = {f"p0/{name}": (folder / name).stat().st_size}
+    try:
+        commit.write_text(json.dumps(doc))
+        fresh = HudiTable(table.path)
+        (planned,) = [s for s in plan_cdc(fresh, "000").splits if s.instant == c2]
+        assert planned.case == InferenceCase.AS_IS and planned.cdc_files == (f"p0/{name}",)
+        assert changes([r for r in read_cdc(fresh, "000").to_pylist() if r["ts_ms"] == c2]) == changes(out)
+    finally:
+        commit.write_text(original)
+        (folder / name).unlink()
 
 
 def test_json_rendering_is_column_wise_and_exact():
