@@ -21,6 +21,10 @@ file group), each with the inference case Hudi's ``HoodieCDCExtractor.parseWrite
 - ``LOG_FILE``: the slice before the instant against the slice with the instant's log blocks: a key
   only after is 'i', in both and rewritten by the instant is 'u', only before is 'd' (Hudi applies the
   log records to the before image one by one; a record the merge leaves unchanged yields nothing).
+  The after image is the merged slice's record, so a change is what a snapshot shows: a log record
+  that loses to an earlier log record of its slice by ordering value (the log scanner's precombine)
+  is no change here, where Hudi's ``loadNextLogRecord`` merges it into the before image with
+  ``combineAndGetUpdateValue`` and reports an update the table never holds.
 - ``BASE_FILE_UPDATE`` (pyhudi's): a new version of a base file written without CDC logging, which
   Hudi refuses ("There should be a cdc log file."): the same comparison as ``LOG_FILE`` between the
   slice before and the new base file. A carried-over record keeps its ``_hoodie_commit_time``, so
