@@ -69,7 +69,6 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.write.record.merge.mode", "CUSTOM"),
     ("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.PartialUpdateAvroPayload"),
     ("hoodie.compaction.payload.class", "org.apache.hudi.common.model.AWSDmsAvroPayload"),
-    ("hoodie.datasource.query.incremental.format", "cdc"),
     ("hoodie.metrics.on", "true"),
     ("hoodie.avro.schema.externaltransformation", "true"),  # Spark lower-cases keys
     ("HOODIE.TABLE.CDC.ENABLED", "true"),
@@ -141,13 +140,6 @@ def test_a_write_with_an_unimplemented_option_writes_nothing(spark, base_table, 
     with pytest.raises(pyhudi.HudiUnsupportedOptionError, match=key):
         pyhudi.write(df, base_table, {**OPTS, key: value})
     assert _files(base_table) == before
-
-
-def test_a_cdc_query_is_refused(spark, base_table):
-    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="hoodie.datasource.query.incremental.format"):
-        pyhudi.read(spark, base_table, {"hoodie.datasource.query.type": "incremental",
-                                        "hoodie.datasource.read.begin.instanttime": "0",
-                                        "hoodie.datasource.query.incremental.format": "cdc"})
 
 
 # -- column names ----------------------------------------------------------------------------------

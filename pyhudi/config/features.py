@@ -21,6 +21,7 @@ from typing import Any
 from pyhudi.config.registry import (
     DERIVED,
     UNIMPLEMENTED_WHY,
+    choice,
     only,
     only_false,
     option,
@@ -87,9 +88,11 @@ DERIVED.append(_merge_mode_sets_payload)
 
 INCREMENTAL_FORMAT = option(
     "hoodie.datasource.query.incremental.format", "latest_state",
-    "What an incremental query returns: the latest state of each record written in the range; CDC "
-    "queries (cdc) are not implemented.",
-    only("latest_state", hudi_accepts="cdc (change data queries)"))
+    "What an incremental query returns: latest_state, the latest state of each record written in the range; or "
+    "cdc, Hudi's change data (columns op, ts_ms, before, after: one row per insert, update and delete of the "
+    "range, the images as JSON strings). A table without CDC logging is answered from its file slices while the "
+    "cleaner keeps them (pyhudi.table.cdc).",
+    choice("LATEST_STATE", "CDC", mapping={"LATEST_STATE": "latest_state", "CDC": "cdc"}))
 METRICS_ON = option(
     "hoodie.metrics.on", False,
     "Metrics reporting: pyhudi reports no metrics (its commit metadata holds each write's statistics), "

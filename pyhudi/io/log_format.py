@@ -401,13 +401,14 @@ def _avro_records(block: LogBlock, source: str) -> pa.Table:
 
 
 def data_block_records(block: LogBlock, arrow_schema: pa.Schema | None = None, *, source: str = "log file") -> pa.Table:
-    """The records of an AVRO_DATA or PARQUET_DATA block as Arrow.
+    """The records of an AVRO_DATA, PARQUET_DATA or CDC_DATA block as Arrow (a CDC block is an Avro
+    data block of change records: Hudi's ``HoodieCDCDataBlock extends HoodieAvroDataBlock``).
 
     With ``arrow_schema`` the result has exactly its columns in its order (missing ones null,
     others cast: int -> long after schema evolution...). Without it, the columns and types are those
     of the block's Avro schema (:func:`avro_to_arrow_schema`).
     """
-    if block.block_type == BlockType.AVRO_DATA_BLOCK:
+    if block.block_type in (BlockType.AVRO_DATA_BLOCK, BlockType.CDC_DATA_BLOCK):
         table = _avro_records(block, source)
     elif block.block_type == BlockType.PARQUET_DATA_BLOCK:
         try:

@@ -33,8 +33,10 @@ from pyhudi.errors import HudiConfigError, HudiError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.io.base_file import align
 from pyhudi.read import skipping as S
+from pyhudi.read.cdc import CDC_COLUMNS
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.spark.base_files import spark_type
+from pyhudi.spark.cdc import has_cdc_schema, read_source_split, source_splits
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant
 from pyhudi.spark.storage_conf import hadoop_store_conf
@@ -92,6 +94,8 @@ class HudiDataSource(DataSource):
         return Storage(path, resolve_options(path, self.options, self.store_conf))
 
     def schema(self) -> StructType:
+        if has_cdc_schema(HudiConfig.of(self.options)):  # Hudi's CDCRelation.FULL_CDC_SPARK_SCHEMA
+            return StructType([StructField(n, StringType()) for n in CDC_COLUMNS])
         table = HudiTable(self._storage())
         schema = table.arrow_schema(as_of=schema_instant(HudiConfig.of(self.options)))
         if schema is None:  # no completed write yet: the meta columns only, as pyhudi.read gives them
@@ -166,6 +170,9 @@ class HudiReader(DataSourceReader):
     def _partitions(self) -> Sequence[InputPartition]:
         table = HudiTable(self.storage)
         cfg = HudiConfig.of(self.options)
+        if has_cdc_schema(cfg):  # one partition per change split (pyhudi.spark.cdc)
+            return [InputPartition(("cdc", value)) for value in source_splits(self.storage, self.options)] \
+                or [InputPartition(None)]
         pred = _all(self.predicates)
         partitions = None
         if pred is not None:
@@ -192,6 +199,9 @@ class HudiReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:  # an empty query still needs one partition
+            return
+        if partition.value[0] == "cdc":
+            yield from read_source_split(partition.value[1])
             return
         piece, storage, schema_ipc, spec, visibility, commit_filter, schema_json = partition.value
         yield from read_partition(piece, storage, schema_ipc, spec, visibility, commit_filter, schema_json)
@@ -236,6 +246,9 @@ class HudiStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition.value is None:
+            return
+        if partition.value[0] == "cdc":
+            yield from read_source_split(partition.value[1])
             return
         yield from read_partition(*partition.value)
 

@@ -30,6 +30,7 @@ from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
 from pyhudi.read.skipping import Predicate, columns_of, may_match, prune_partition_paths, skip_files
 from pyhudi.spark.base_files import base_files_frame, spark_type, stored_spark_schema
+from pyhudi.spark.cdc import is_cdc_query, read_cdc
 from pyhudi.spark.filters import to_predicate
 from pyhudi.spark.merged import filters_reach_base_files, merge_with_logs, read_merged
 from pyhudi.spark.storage_conf import table_storage
@@ -117,6 +118,8 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     of one record key reads the one file whose key range holds it.
     """
     cfg = HudiConfig.of(options)
+    if is_cdc_query(cfg):  # Hudi's change data: op, ts_ms, before, after
+        return read_cdc(spark, path, options, filters=filters)
     table = HudiTable(table_storage(spark, path, options))
     table.config.check_data_table(merges=False)
     as_of = schema_instant(cfg)
