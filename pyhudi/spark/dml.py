@@ -46,7 +46,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiSchemaError
 from pyhudi.io.avro_schema import META_FIELDS
-from pyhudi.spark.reader import read
+from pyhudi.spark.reader import read, spark_schema
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.writer import write
 from pyhudi.table.table import HudiTable
@@ -101,8 +101,9 @@ class DmlTarget:
     def read(self, spark: SparkSession, where: Column | str | None, what: str) -> DataFrame:
         """The latest snapshot's rows ``where`` matches, pruned by partition and data skipping,
         without meta columns; an unresolvable condition is a :class:`HudiSchemaError`."""
-        df = read(spark, self.path, self.options, filters=where)
-        df = df.select(*[F.col(f"`{c}`") for c in self.columns])
+        with resolving(what):  # (the condition is planned as soon as it prunes)
+            df = read(spark, self.path, self.options, filters=where)
+            df = df.select(*[F.col(f"`{c}`") for c in self.columns])
         return analysed(df, what)
 
 
@@ -120,7 +121,8 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
     arrow = table.arrow_schema()
     if arrow is None:
         return None
-    full = read(spark, path, opts).schema
+    full = spark_schema(spark, table, arrow=arrow)  # (a read would plan every file to learn it)
+    assert full is not None
     schema = T.StructType([f for f in full.fields if f.name not in META_FIELDS])
     tc = table.config
     return DmlTarget(path=path, table=table, schema=schema, record_key_fields=tc.record_key_fields,
@@ -130,11 +132,19 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
 def analysed(df: DataFrame, what: str) -> DataFrame:
     """``df`` with its plan analysed now, so a column the statement names wrongly fails before any
     write starts (a :class:`HudiSchemaError` saying which)."""
-    try:
+    with resolving(what):
         df.schema  # noqa: B018 -- forces analysis
+    return df
+
+
+@contextlib.contextmanager
+def resolving(what: str) -> Iterator[None]:
+    """Spark's analysis errors in the block (a column or function the statement names that the
+    table or source lacks; Spark 4 analyses eagerly) as a :class:`HudiSchemaError`."""
+    try:
+        yield
     except AnalysisException as exc:
         raise HudiSchemaError(f"{what}: {str(exc).splitlines()[0]}") from None
-    return df
 
 
 def expression(value: Column | str, what: str) -> Column:
@@ -193,8 +203,9 @@ def update(spark: SparkSession, path: str, *, where: Column | str | None,
             raise HudiConfigError(f"{what}: column {col} is assigned twice")
         assigned[col] = expression(value, f"{what}, column {col}")
     rows = target.read(spark, where, what)
-    out = rows.select(*[assigned[c].cast(target.schema[c].dataType).alias(c) if c in assigned
-                        else F.col(f"`{c}`") for c in target.columns])
+    with resolving(what):
+        out = rows.select(*[assigned[c].cast(target.schema[c].dataType).alias(c) if c in assigned
+                            else F.col(f"`{c}`") for c in target.columns])
     out = analysed(out, what)
     with cached(out) as out:
         matched = out.count()

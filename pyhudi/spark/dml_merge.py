@@ -58,6 +58,7 @@ from pyhudi.spark.dml import (
     expression,
     nothing_matched,
     open_target,
+    resolving,
     write_rows,
 )
 from pyhudi.write.result import WriteResult
@@ -134,31 +135,35 @@ class MergeBuilder:
         src_cols = {c.lower(): c for c in self.source.columns}
         equated = self._equated(target, src_cols)
         target_rows = target.read(self.spark, self._pruning(target, equated), what)
-        source = self.source.alias(s)
-        joined = source.join(target_rows.withColumn(_MATCHED, F.lit(True)).alias(t),
-                             on=expression(self.on, f"{what}, on"), how="left")
-        matched = F.col(_MATCHED).isNotNull()
-        action: Column | None = None
-        for i, clause in enumerate(self.clauses):
-            when = matched if clause.kind in ("update", "delete") else ~matched
-            if clause.condition is not None:
-                when = when & expression(clause.condition, f"{what}, clause {i + 1} condition")
-            action = F.when(when, F.lit(i)) if action is None else action.when(when, F.lit(i))
-        assert action is not None
-        joined = analysed(joined.withColumn(_ACTION, action), what)
-        values = {c: self._value(c, target, src_cols) for c in target.columns}
-        stale = F.lit(False)
-        ordering = target.ordering_field
-        if ordering in target.columns:  # ExpressionPayload: a matched update never lowers the ordering value
-            is_update = F.col(_ACTION).isin([i for i, c in enumerate(self.clauses) if c.kind == "update"])
-            stored, new = F.col(f"{t}.`{ordering}`"), values[ordering]
-            stale = is_update & stored.isNotNull() & ~F.coalesce(stored <= new, F.lit(False))
-        is_delete = F.col(_ACTION).isin([i for i, c in enumerate(self.clauses) if c.kind == "delete"])
-        kinds = F.element_at(F.array(*[F.lit(c.kind) for c in self.clauses]), F.col(_ACTION) + 1)
-        rows = joined.where(F.col(_ACTION).isNotNull() | matched).select(
-            *[v.alias(c) for c, v in values.items()], is_delete.alias(DELETE_FLAG), kinds.alias(_ACTION),
-            stale.alias(_STALE), *self._key_of_target(target))
-        rows = analysed(rows, what)
+        with resolving(what):
+            source = self.source.alias(s)
+            joined = source.join(target_rows.withColumn(_MATCHED, F.lit(True)).alias(t),
+                                 on=expression(self.on, f"{what}, on"), how="left")
+            matched = F.col(_MATCHED).isNotNull()
+            action: Column | None = None
+            for i, clause in enumerate(self.clauses):
+                when = matched if clause.kind in ("update", "delete") else ~matched
+                if clause.condition is not None:
+                    when = when & expression(clause.condition, f"{what}, clause {i + 1} condition")
+                action = F.when(when, F.lit(i)) if action is None else action.when(when, F.lit(i))
+            assert action is not None
+            joined = analysed(joined.withColumn(_ACTION, action), what)
+            values = {c: self._value(c, target, src_cols) for c in target.columns}
+            stale = F.lit(False)
+            ordering = target.ordering_field
+            if ordering in target.columns:  # ExpressionPayload: a matched update never lowers the ordering value
+                is_update = F.col(_ACTION).isin([i for i, c in enumerate(self.clauses) if c.kind == "update"])
+                stored, new = F.col(f"{t}.`{ordering}`"), values[ordering]
+                stale = is_update & stored.isNotNull() & ~F.coalesce(stored <= new, F.lit(False))
+            is_delete = F.col(_ACTION).isin([i for i, c in enumerate(self.clauses) if c.kind == "delete"])
+            kinds = F.lit(None).cast("string")  # (not element_at of an array: Spark folds a null index of a
+            for kind in ("update", "delete", "insert"):  # one-element literal array to its element)
+                indexes = [i for i, c in enumerate(self.clauses) if c.kind == kind]
+                kinds = F.when(F.col(_ACTION).isin(indexes), F.lit(kind)).otherwise(kinds)
+            rows = joined.where(F.col(_ACTION).isNotNull() | matched).select(
+                *[v.alias(c) for c, v in values.items()], is_delete.alias(DELETE_FLAG), kinds.alias(_ACTION),
+                stale.alias(_STALE), *self._key_of_target(target))
+            rows = analysed(rows, what)
         with cached(rows) as rows:
             if any(c.kind != "insert" for c in self.clauses):
                 self._check_cardinality(rows, target)
