@@ -28,6 +28,7 @@ import pytest
 from conftest import hudi_rs_rows
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
 import pyhudi
 from pyhudi.errors import HudiConfigError, HudiKeyError, HudiSchemaError
@@ -226,7 +227,7 @@ _OPS = st.one_of(
 
 
 # stateful across examples (one table per type), so no shrinking: a failure is replayed as drawn
-@settings(max_examples=9, deadline=None, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=6, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(op=_OPS)
 def test_dml_matches_the_pandas_model(spark, modelled, op):
@@ -393,9 +394,22 @@ def test_merge_deletes_keep_the_schema_and_need_no_ordering(spark, small):
 def test_update_of_every_row_and_of_nothing(spark, tmp_path):
     path = str(tmp_path / "t")
     pyhudi.write(spark.createDataFrame(initial_rows()[:6], SCHEMA), path, options("COPY_ON_WRITE"))
-    res = pyhudi.update(spark, path, where=None, set={"s": "upper(s)"})
+    res = pyhudi.update(spark, path, where=None, set={"s": F.upper("s")})
     assert res.stats["updated"] == 6 and {r[4] for r in table_rows(spark, path)} == {"X"}
     nothing = pyhudi.delete(spark, path, where="v > 1000")
     assert nothing.instant_time is None and "nothing written" in nothing.stats["note"]
     assert len(writes(path)) == 2
     shutil.rmtree(path)
+
+
+def test_merge_insert_all_takes_the_key_from_the_column_on_names(spark, small):
+    """``on="t.id = s.sid"``: inserting ``*`` writes ``s.sid`` as the key (Hudi's MERGE INTO adds the
+    key column to the source from the condition, ``MergeIntoHoodieTableCommand.projectedJoinedDataset``)."""
+    src = spark.createDataFrame([(500, "d2", 30, 1.5, "n"), (6, "d0", 30, 2.5, "u")],
+                                "sid int, day string, ts long, v double, s string")
+    res = (pyhudi.merge(spark, small, src, on=F.expr("t.id = s.sid"))
+           .when_matched_update(set={"v": F.col("s.v") * 10}).when_not_matched_insert_all().execute())
+    assert (res.stats["updated"], res.stats["inserted"]) == (1, 1)
+    rows = {r[0]: r for r in table_rows(spark, small)}
+    assert rows[500] == (500, "d2", 30, 1.5, "n") and rows[6][3] == 25.0
+    assert {r[0]: r for r in rs_rows(small)}[500] == rows[500]

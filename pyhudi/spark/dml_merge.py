@@ -148,7 +148,7 @@ class MergeBuilder:
                 action = F.when(when, F.lit(i)) if action is None else action.when(when, F.lit(i))
             assert action is not None
             joined = analysed(joined.withColumn(_ACTION, action), what)
-            values = {c: self._value(c, target, src_cols) for c in target.columns}
+            values = {c: self._value(c, target, src_cols, equated) for c in target.columns}
             stale = F.lit(False)
             ordering = target.ordering_field
             if ordering in target.columns:  # ExpressionPayload: a matched update never lowers the ordering value
@@ -185,8 +185,11 @@ class MergeBuilder:
         """{target field: source column} of ``on``, checked as Hudi's MERGE INTO checks it."""
         what = f"merge into {self.path}, on"
         on: Any = self.on
-        jexpr = (self.spark._jsparkSession.sessionState().sqlParser().parseExpression(on)
-                 if isinstance(on, str) else on._jc.expr())
+        text = on if isinstance(on, str) else on._jc.toString()  # a Column's expression as SQL text
+        try:
+            jexpr = self.spark._jsparkSession.sessionState().sqlParser().parseExpression(text)
+        except Exception as exc:
+            raise HudiConfigError(f"{what}: cannot parse {text!r}: {str(exc).splitlines()[0]}") from None
         pairs: dict[str, str] = {}
         for conjunct in _conjuncts(jexpr):
             if conjunct.getClass().getSimpleName() != "EqualTo":
@@ -257,9 +260,12 @@ class MergeBuilder:
             out = out | alt
         return out
 
-    def _value(self, column: str, target: DmlTarget, src_cols: Mapping[str, str]) -> Column:
+    def _value(self, column: str, target: DmlTarget, src_cols: Mapping[str, str],
+               equated: Mapping[str, str]) -> Column:
         """The value ``column`` is written with: per clause, its assignment, the source column of
-        the same name (``*``), the target's value (matched rows) or null (inserts)."""
+        the same name (``*``; for a key or partition field, the source column ``on`` equates it
+        with, as Hudi's MERGE INTO derives the key of the source), the target's value (matched
+        rows) or null (inserts)."""
         what = f"merge into {self.path}"
         s, t = self.source_alias, self.target_alias
         dtype = target.schema[column].dataType
@@ -278,7 +284,7 @@ class MergeBuilder:
                 v = expression(assigned[column], f"{what}, clause {i + 1}, column {column}") \
                     if column in assigned else (stored if clause.kind == "update" else F.lit(None))
             else:  # update_all / insert_all
-                name = src_cols.get(column.lower())
+                name = equated.get(column) or src_cols.get(column.lower())
                 if name is None:
                     raise HudiConfigError(f"{what}: clause {i + 1} ({clause.kind} *) takes every column from the "
                                           f"source, which has no column {column!r}")
