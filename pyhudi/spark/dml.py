@@ -57,6 +57,10 @@ log = logging.getLogger("pyhudi")
 
 #: options that would make the DML's read something other than the latest snapshot
 _READ_ONLY_OPTIONS = (C.QUERY_TYPE, C.AS_OF_INSTANT, C.BEGIN_INSTANT, C.END_INSTANT)
+#: the column of the rows a statement writes that marks deletes: the write pipeline's own flag,
+#: which :func:`pyhudi.spark.prepare.prepare` honours in an upsert and the table schema leaves out
+#: (where a ``_hoodie_is_deleted`` column would become a table column)
+DELETE_FLAG = IS_DELETE
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class DmlTarget:
     schema: T.StructType  # data columns, no meta columns
     record_key_fields: tuple[str, ...]
     partition_fields: tuple[str, ...]
+    precombine_field: str | None
+    #: the field merges order records by (None: the later write wins, e.g. COMMIT_TIME_ORDERING)
     ordering_field: str | None
     options: dict[str, Any]
 
@@ -126,7 +132,8 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
     schema = T.StructType([f for f in full.fields if f.name not in META_FIELDS])
     tc = table.config
     return DmlTarget(path=path, table=table, schema=schema, record_key_fields=tc.record_key_fields,
-                     partition_fields=tc.partition_fields, ordering_field=tc.precombine_field, options=opts)
+                     partition_fields=tc.partition_fields, precombine_field=tc.precombine_field,
+                     ordering_field=tc.merge_ordering_field, options=opts)
 
 
 def analysed(df: DataFrame, what: str) -> DataFrame:
@@ -169,7 +176,8 @@ def cached(df: DataFrame) -> Iterator[DataFrame]:
         df.unpersist()
 
 
-def nothing_matched(target: DmlTarget | None, path: str, operation: str, note: str) -> WriteResult:
+def nothing_matched(path: str, operation: str, note: str) -> WriteResult:
+    """The result of a statement that changed nothing: no instant."""
     return WriteResult(None, operation, path, {"note": note, "updated": 0, "deleted": 0, "inserted": 0})
 
 
@@ -195,7 +203,7 @@ def update(spark: SparkSession, path: str, *, where: Column | str | None,
         raise HudiConfigError(f"{what}: set names no column")
     target = open_target(spark, path, options, what)
     if target is None:
-        return nothing_matched(None, path, "upsert", "the table has no rows yet; nothing updated")
+        return nothing_matched(path, "upsert", "the table has no rows yet; nothing updated")
     assigned: dict[str, Column] = {}
     for name, value in set.items():
         col = target.check_assignable(name, what)
@@ -210,7 +218,7 @@ def update(spark: SparkSession, path: str, *, where: Column | str | None,
     with cached(out) as out:
         matched = out.count()
         if matched == 0:
-            return nothing_matched(target, path, "upsert", "no row matches the condition; nothing written")
+            return nothing_matched(path, "upsert", "no row matches the condition; nothing written")
         return write_rows(out, target, "upsert", {"updated": matched, "deleted": 0, "inserted": 0})
 
 
@@ -223,19 +231,14 @@ def delete(spark: SparkSession, path: str, *, where: Column | str | None,
     what = f"delete from {path}"
     target = open_target(spark, path, options, what)
     if target is None:
-        return nothing_matched(None, path, "delete", "the table has no rows yet; nothing deleted")
+        return nothing_matched(path, "delete", "the table has no rows yet; nothing deleted")
     rows = target.read(spark, where, what)
     needed = [*target.record_key_fields, *target.partition_fields]
-    if target.ordering_field in target.columns:
-        needed.append(target.ordering_field)
+    if target.precombine_field in target.columns:
+        needed.append(target.precombine_field)
     out = rows.select(*[F.col(f"`{c}`") for c in dict.fromkeys(needed) if c in target.columns])
     with cached(out) as out:
         matched = out.count()
         if matched == 0:
-            return nothing_matched(target, path, "delete", "no row matches the condition; nothing written")
+            return nothing_matched(path, "delete", "no row matches the condition; nothing written")
         return write_rows(out, target, "delete", {"updated": 0, "deleted": matched, "inserted": 0})
-
-
-#: the column of the rows a statement writes that marks deletes (not table data; see
-#: :func:`pyhudi.spark.prepare.prepare`)
-DELETE_FLAG = IS_DELETE

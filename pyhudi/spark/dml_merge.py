@@ -28,7 +28,8 @@ How it runs, and where it follows Hudi's ``MergeIntoHoodieTableCommand``:
 * A matched update keeps the record key and partition path fields of the target row; assigning
   them explicitly is refused (as for ``UPDATE``, HUDI-8823). ``when_matched_update_all`` takes every
   other column from the source column of the same name (one missing is an error).
-* With an ordering field, a matched update whose new ordering value is smaller than the stored one
+* With an ordering field (the one merges order by; none under Hudi 1.x's COMMIT_TIME_ORDERING),
+  a matched update whose new ordering value is smaller than the stored one
   leaves the record as it is: Hudi's ``ExpressionPayload`` extends ``DefaultHoodieRecordPayload``
   and keeps the target record unless ``needUpdatingPersistedRecord`` (stored <= new), whatever the
   table's payload. A matched delete deletes whatever the ordering values
@@ -37,6 +38,11 @@ How it runs, and where it follows Hudi's ``MergeIntoHoodieTableCommand``:
   for inserts). Two inserted rows with one key are combined by the upsert as any upsert's are.
 * Updates, deletes (rows flagged with the pipeline's delete flag) and inserts go in one upsert, one
   instant; nothing to do writes nothing (``instant_time=None``).
+* Allowed where Hudi is narrower only because of how it runs the merge: an update clause of a
+  merge-on-read table may read target columns (``set={"n": "t.n + s.n"}``; Hudi's
+  ``checkUpdatingActions`` refuses it because its ``ExpressionPayload`` has no target row for log
+  records), and more than one update clause has no such limit either: pyhudi evaluates every clause
+  in the Spark join, where the target row is at hand.
 """
 
 from __future__ import annotations
@@ -173,7 +179,7 @@ class MergeBuilder:
             stats = {"updated": counts["update"], "deleted": counts["delete"], "inserted": counts["insert"],
                      "not_updated_older": counts["stale"]}
             if not (stats["updated"] or stats["deleted"] or stats["inserted"]):
-                result = nothing_matched(target, self.path, "upsert", "no clause changes any row; nothing written")
+                result = nothing_matched(self.path, "upsert", "no clause changes any row; nothing written")
                 result.stats["not_updated_older"] = counts["stale"]
                 return result
             data = rows.where(F.col(_ACTION).isNotNull() & ~F.col(_STALE)).drop(
