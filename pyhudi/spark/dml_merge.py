@@ -41,8 +41,7 @@ How it runs, and where it follows Hudi's ``MergeIntoHoodieTableCommand``:
 * Allowed where Hudi is narrower only because of how it runs the merge: an update clause of a
   merge-on-read table may read target columns (``set={"n": "t.n + s.n"}``; Hudi's
   ``checkUpdatingActions`` refuses it because its ``ExpressionPayload`` has no target row for log
-  records), and more than one update clause has no such limit either: pyhudi evaluates every clause
-  in the Spark join, where the target row is at hand.
+  records); pyhudi evaluates every clause in the Spark join, where the target row is at hand.
 """
 
 from __future__ import annotations
