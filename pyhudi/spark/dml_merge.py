@@ -170,20 +170,14 @@ class MergeBuilder:
                 stale.alias(_STALE), *self._key_of_target(target))
             rows = analysed(rows, what)
         with cached(rows) as rows:
-            if any(c.kind != "insert" for c in self.clauses):
-                self._check_cardinality(rows, target)
-            counts = {k: 0 for k in ("update", "delete", "insert", "stale")}
-            for r in rows.where(F.col(_ACTION).isNotNull()).groupBy(_ACTION, _STALE).count().collect():
-                counts["stale" if r[1] else r[0]] += r[2]
-            stats = {"updated": counts["update"], "deleted": counts["delete"], "inserted": counts["insert"],
-                     "not_updated_older": counts["stale"]}
-            if not (stats["updated"] or stats["deleted"] or stats["inserted"]):
+            counts = self._tally(rows, target, check=any(c.kind != "insert" for c in self.clauses))
+            if not (counts["updated"] or counts["deleted"] or counts["inserted"]):
                 result = nothing_matched(self.path, "upsert", "no clause changes any row; nothing written")
-                result.stats["not_updated_older"] = counts["stale"]
+                result.stats["not_updated_older"] = counts["not_updated_older"]
                 return result
             data = rows.where(F.col(_ACTION).isNotNull() & ~F.col(_STALE)).drop(
                 _ACTION, _STALE, *[c for c in rows.columns if c.startswith(_TKEY)])
-            return write_rows(data, target, "upsert", stats)
+            return write_rows(data, target, "upsert", counts)
 
     # -- the parts ---------------------------------------------------------------------------
     def _equated(self, target: DmlTarget, src_cols: Mapping[str, str]) -> dict[str, str]:
@@ -306,17 +300,31 @@ class MergeBuilder:
         return [F.when(F.col(_MATCHED).isNotNull(), F.col(f"{t}.`{f}`")).alias(f"{_TKEY}{i}")
                 for i, f in enumerate(dict.fromkeys(fields))]
 
-    def _check_cardinality(self, rows: DataFrame, target: DmlTarget) -> None:
-        """Refuse a target row that several source rows match (SQL MERGE's cardinality rule)."""
+    def _tally(self, rows: DataFrame, target: DmlTarget, *, check: bool) -> dict[str, int]:
+        """How many rows each kind of clause changes, in one Spark job that also finds a target row
+        several source rows match: refused when ``check`` (SQL MERGE's cardinality rule; Spark's
+        own MERGE raises MERGE_CARDINALITY_VIOLATION), before anything is written."""
         keys = [c for c in rows.columns if c.startswith(_TKEY)]
-        dup = (rows.where(F.col(keys[0]).isNotNull()).groupBy(*keys).count()
-               .where(F.col("count") > 1).limit(1).collect())
-        if dup:
+        kind, stale = F.col(_ACTION), F.col(_STALE)
+
+        def number(cond: Column) -> Column:
+            return F.sum(F.when(cond, 1).otherwise(0))
+
+        per_target = rows.groupBy(*keys).agg(
+            F.count(F.lit(1)).alias("n"), number((kind == "update") & ~stale).alias("updated"),
+            number(kind == "delete").alias("deleted"), number(kind == "insert").alias("inserted"),
+            number((kind == "update") & stale).alias("not_updated_older"))
+        twice = F.when(F.col(keys[0]).isNotNull() & (F.col("n") > 1), F.struct(F.col("n"), *[F.col(k) for k in keys]))
+        names = ("updated", "deleted", "inserted", "not_updated_older")
+        total = per_target.agg(*[F.sum(n).alias(n) for n in names], F.max(twice).alias("twice")).collect()[0]
+        if check and total["twice"] is not None:
+            dup = total["twice"]
             fields = list(dict.fromkeys([*target.record_key_fields, *target.partition_fields]))
-            named = ", ".join(f"{f}={dup[0][k]!r}" for f, k in zip(fields, keys, strict=True))
+            named = ", ".join(f"{f}={dup[k]!r}" for f, k in zip(fields, keys, strict=True))
             raise HudiKeyError(f"merge into {self.path}: the target row {named} is matched by "
-                               f"{dup[0]['count']} source rows; a MERGE may change each target row once: "
+                               f"{dup['n']} source rows; a MERGE may change each target row once: "
                                "de-duplicate the source")
+        return {n: int(total[n] or 0) for n in names}
 
 
 def merge(spark: SparkSession, path: str, source: DataFrame, *, on: str | Column, source_alias: str = "s",
