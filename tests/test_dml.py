@@ -54,9 +54,12 @@ class Model:
     """The table as pandas rows keyed by (id, day): a non-global index keeps one record per key
     and partition."""
 
-    def __init__(self, rows: list[tuple], *, keep_larger_ordering: bool) -> None:
+    def __init__(self, rows: list[tuple], *, options: dict[str, str]) -> None:
         self.df = pd.DataFrame(rows, columns=COLUMNS)
-        self.keep_larger = keep_larger_ordering
+        #: what each statement is given: the payload class, which pyhudi records in hoodie.properties
+        #: for merge-on-read tables only (so a statement on the COW table is told, as its writes are)
+        self.options = {k: v for k, v in options.items() if "payload" in k}
+        self.keep_larger = self.options.get("hoodie.datasource.write.payload.class") == DEFAULT_PAYLOAD
         self.broken: str | None = None
 
     def rows(self) -> list[tuple]:
@@ -86,7 +89,7 @@ def modelled(request, spark, tmp_path_factory):
     extra = {"hoodie.datasource.write.payload.class": DEFAULT_PAYLOAD} if table_type == "COPY_ON_WRITE" else {}
     opts = options(table_type, **extra)
     pyhudi.write(spark.createDataFrame(initial_rows(), SCHEMA), path, opts)
-    return path, Model(initial_rows(), keep_larger_ordering=bool(extra))
+    return path, Model(initial_rows(), options=opts)
 
 
 # -- predicates: (SQL over the table, the same over the model) -------------------------------------
@@ -163,7 +166,7 @@ def _merges(draw):
     return source, on_day, clauses
 
 
-def run_merge(spark, path, source, on_day, clauses):
+def run_merge(spark, path, source, on_day, clauses, *, options=None):
     src = spark.createDataFrame(source, SCHEMA + ", op string")
     builder = pyhudi.merge(spark, path, src, on="t.id = s.id" + (" AND t.day = s.day" if on_day else ""))
     for kind, cond in clauses:
@@ -178,7 +181,7 @@ def run_merge(spark, path, source, on_day, clauses):
                                             condition=cond)
         else:
             builder.when_not_matched_insert_all(condition=cond)
-    return builder.execute()
+    return builder.execute(options)
 
 
 def model_merge(model: Model, source, on_day, clauses) -> dict[str, int]:
@@ -245,19 +248,19 @@ def check_one_statement(spark, path: str, model: Model, op) -> None:
     before = writes(path)
     if op[0] == "update":
         (where, mask), (assign, new) = op[1], assignment(op[2], model)
-        result = pyhudi.update(spark, path, where=where, set=assign)
+        result = pyhudi.update(spark, path, where=where, set=assign, options=model.options)
         matched = int(mask(model.df).sum())
         apply_update(model, mask(model.df), new)
         assert result.stats["updated"] == matched
     elif op[0] == "delete":
         where, mask = op[1]
-        result = pyhudi.delete(spark, path, where=where)
+        result = pyhudi.delete(spark, path, where=where, options=model.options)
         matched = int(mask(model.df).sum())
         model.df = model.df[~mask(model.df)].reset_index(drop=True)
         assert result.stats["deleted"] == matched
     else:
         source, on_day, clauses = op[1]
-        result = run_merge(spark, path, source, on_day, clauses)
+        result = run_merge(spark, path, source, on_day, clauses, options=model.options)
         counts = model_merge(model, source, on_day, clauses)
         assert {k: result.stats[k] for k in counts} == counts
         matched = sum(counts.values())
@@ -414,3 +417,18 @@ def test_merge_insert_all_takes_the_key_from_the_column_on_names(spark, small):
     # (an update of a merge-on-read table reading the target row, which Hudi's checkUpdatingActions refuses)
     assert rows[500] == (500, "d2", 30, 1.5, "n") and rows[6][3] == 25.0 + 6.0
     assert {r[0]: r for r in rs_rows(small)}[500] == rows[500]
+
+
+@pytest.mark.parametrize("payload", [DEFAULT_PAYLOAD, None])
+def test_an_update_lowering_the_ordering_value_follows_the_payload(spark, tmp_path, payload):
+    """``DefaultHoodieRecordPayload.needUpdatingPersistedRecord``: the stored record stays when its
+    ordering value is larger (a commit is still made, as Hudi's UPDATE makes one); with the overwrite
+    payload the update wins."""
+    path = str(tmp_path / "t")
+    extra = {"hoodie.datasource.write.payload.class": payload} if payload else {}
+    pyhudi.write(spark.createDataFrame(initial_rows()[:3], SCHEMA), path, options("COPY_ON_WRITE", **extra))
+    res = pyhudi.update(spark, path, where="id = 1", set={"ts": "ts - 1", "s": "'lower'"}, options=extra)
+    assert res.instant_time is not None and res.stats["updated"] == 1
+    expected = (1, "d1", 10, 1.0, "x") if payload else (1, "d1", 9, 1.0, "lower")
+    assert [r for r in table_rows(spark, path) if r[0] == 1] == [expected]
+    assert [r for r in rs_rows(path) if r[0] == 1] == [expected]

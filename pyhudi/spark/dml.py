@@ -19,6 +19,9 @@ Decisions, each following Hudi where Hudi decides:
   (event-time ordering) an updated row whose ordering value is smaller than the stored one loses the
   merge (``DefaultHoodieRecordPayload.needUpdatingPersistedRecord``: the stored value must be <= the
   incoming one) and the record keeps its old values; with the default overwrite payload it wins.
+  The payload is the table's where ``hoodie.properties`` records it (merge-on-read tables); on a
+  copy-on-write table pyhudi records none, so pass ``hoodie.datasource.write.payload.class`` in
+  ``options`` as its writes do.
 * ``where=None`` changes every row of the table (as ``UPDATE t SET ...`` without ``WHERE``).
 * When no row matches, nothing is written and no instant is created; the result has
   ``instant_time=None`` and a ``note``. (Hudi's SQL would write an empty commit,
