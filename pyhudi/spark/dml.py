@@ -47,7 +47,7 @@ from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiConfigError, HudiSchemaError
+from pyhudi.errors import HudiConfigError, HudiSchemaError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.spark.reader import read, spark_schema
 from pyhudi.spark.storage_conf import table_storage
@@ -134,6 +134,10 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
     assert full is not None
     schema = T.StructType([f for f in full.fields if f.name not in META_FIELDS])
     tc = table.config
+    if not tc.record_key_fields:
+        raise HudiUnsupportedError(
+            f"{what}: the table has no record key field (auto-generated keys); pyhudi's statements write "
+            "records back by key, which such a table cannot do: rewrite the affected partitions instead")
     return DmlTarget(path=path, table=table, schema=schema, record_key_fields=tc.record_key_fields,
                      partition_fields=tc.partition_fields, precombine_field=tc.precombine_field,
                      ordering_field=tc.merge_ordering_field, options=opts)
