@@ -58,9 +58,10 @@ from pyhudi.table.table import HudiTable
 from pyhudi.write.result import WriteResult
 
 if TYPE_CHECKING:  # annotations only: pyspark is not imported at run time
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
+    from pyhudi.spark.dml_merge import MergeBuilder
     from pyhudi.spark.streaming import CommitStream
 
 __version__ = "0.1.0"
@@ -88,6 +89,34 @@ def read(spark: SparkSession, path: str, options: dict[str, Any] | None = None, 
     from pyhudi.spark.reader import read as _read
 
     return _read(spark, path, options, filters=filters)
+
+
+def update(spark: SparkSession, path: str, *, where: Column | str | None, set: dict[str, Column | str],  # noqa: A002
+           options: dict[str, Any] | None = None) -> WriteResult:
+    """``UPDATE t SET col = expr, ... WHERE where`` as one upsert commit; see :func:`pyhudi.spark.dml.update`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
+    from pyhudi.spark.dml import update as _update
+
+    return _update(spark, path, where=where, set=set, options=options)
+
+
+def delete(spark: SparkSession, path: str, *, where: Column | str | None,
+           options: dict[str, Any] | None = None) -> WriteResult:
+    """``DELETE FROM t WHERE where`` as one delete commit; see :func:`pyhudi.spark.dml.delete`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
+    from pyhudi.spark.dml import delete as _delete
+
+    return _delete(spark, path, where=where, options=options)
+
+
+def merge(spark: SparkSession, path: str, source: DataFrame, *, on: Column | str, source_alias: str = "s",
+          target_alias: str = "t") -> MergeBuilder:
+    """A ``MERGE INTO`` builder (``when_matched_update(...)``, ``when_not_matched_insert_all()``,
+    ``execute()``) run as one upsert commit; see :mod:`pyhudi.spark.dml_merge`."""
+    # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
+    from pyhudi.spark.dml_merge import merge as _merge
+
+    return _merge(spark, path, source, on=on, source_alias=source_alias, target_alias=target_alias)
 
 
 def write_stream(stream_df: DataFrame, path: str, options: dict[str, Any] | None = None, *,
@@ -230,8 +259,9 @@ __all__ = [
     "HudiRestoreError",
     "HudiRetentionError", "HudiSchemaError", "HudiTable", "HudiTableMismatchError", "HudiTableNotFoundError",
     "HudiTablePropertiesError", "HudiUnsupportedError", "HudiUnsupportedOptionError", "WriteResult", "archive",
-    "clean", "cluster", "commit_stream", "compact", "create_savepoint", "delete_savepoint", "list_savepoints", "read",
+    "clean", "cluster", "commit_stream", "compact", "create_savepoint", "delete", "delete_savepoint",
+    "list_savepoints", "merge", "read",
     "restore", "register", "rollback",
-    "schedule_clustering", "schedule_compaction", "spark_session", "sync_catalog", "SyncReport", "upgrade",
+    "schedule_clustering", "schedule_compaction", "spark_session", "sync_catalog", "SyncReport", "update", "upgrade",
     "downgrade", "write", "write_stream",
 ]

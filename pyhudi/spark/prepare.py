@@ -44,6 +44,8 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
         flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
     else:
         flag = F.lit(False)
+    if operation != "delete" and IS_DELETE in keyed.columns:  # rows a statement of pyhudi.spark.dml deletes
+        flag = flag | F.coalesce(F.col(IS_DELETE).cast("boolean"), F.lit(False))
     keyed = keyed.withColumn(IS_DELETE, flag)
     ordering_field = state.ordering_field
     if ordering_field and ordering_field in keyed.columns:

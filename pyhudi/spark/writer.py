@@ -68,6 +68,7 @@ from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.transaction.concurrency import Concurrency
 from pyhudi.transaction.lock import TableLock, operation_hold
 from pyhudi.write import schema as schema_evolution
+from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.replace import DELETE_PARTITION, check_delete_partitions, requested_replace, resolve_partitions
 from pyhudi.write.result import WriteResult, summarize
 
@@ -140,7 +141,7 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     spec = check_features(request)
     data = df.drop(*[c for c in df.columns if c in META_FIELDS])
     ordering = check_input(request, spec, data)
-    target = target_schema(request, data)
+    target = target_schema(request, data.drop(IS_DELETE))  # (a DML statement's delete flag is no table data)
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
