@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config.table import (
+    AWS_DMS_PAYLOAD,
+    MYSQL_DEBEZIUM_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
+from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, merged_columns
 from pyhudi.spark.keygen import with_keys, with_required_ordering
 from pyhudi.spark.routing import coalesced, spark_parallelism
 from pyhudi.spark.state import WriteState
@@ -38,36 +46,66 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     """
     data = coalesced(data, spark_parallelism(data))
     keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH)
-    if operation == "delete":
-        flag: Column = F.lit(True)
-    elif state.is_deleted_column:
-        flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
-    else:
-        flag = F.lit(False)
-    keyed = keyed.withColumn(IS_DELETE, flag)
+    spec = state.merge_spec()
+    keyed = keyed.withColumn(IS_DELETE, F.lit(True) if operation == "delete" else payload_delete_flag(keyed, spec))
     ordering_field = state.ordering_field
-    if ordering_field and ordering_field in keyed.columns:
-        if operation == "delete":  # Hudi's delete removes the key whatever its stored ordering value
-            keyed = keyed.withColumn(ordering_field, F.lit(None).cast(keyed.schema[ordering_field].dataType))
-        else:
-            keyed = with_required_ordering(keyed, ordering_field)
+    if operation == "delete":  # Hudi's delete (an empty payload) removes the key whatever its stored values
+        for name in dict.fromkeys([ordering_field or "", *spec.stored_order_fields()]):
+            if name and name in keyed.columns:
+                keyed = keyed.withColumn(name, F.lit(None).cast(keyed.schema[name].dataType))
+    elif ordering_field and ordering_field in keyed.columns:
+        keyed = with_required_ordering(keyed, ordering_field)
     if combine_in_spark and combines(state.cfg, operation):
         keyed = deduplicate(state, keyed, operation)
     return keyed
 
 
+def payload_delete_flag(df: DataFrame, spec: MergeSpec) -> Column:
+    """Whether each incoming row is a delete by the payload's rule, as a Spark expression (the same
+    rule as :func:`pyhudi.read.payloads.payload_deletes`): the delete field/marker of
+    DefaultHoodieRecordPayload when set, else ``_hoodie_is_deleted``; AWS DMS ``Op = 'D'``,
+    Debezium ``_change_operation_type = 'd'``. Such rows are written as deletes, as Hudi's
+    ``HoodieAppendHandle`` does (a delete block in a log file; nothing in a new base file)."""
+    flag: Column = F.lit(False)
+    if spec.delete_field:
+        if spec.delete_field in df.columns:
+            flag = F.coalesce(F.col(f"`{spec.delete_field}`").cast("string") == F.lit(spec.delete_marker), F.lit(False))
+        return flag
+    if IS_DELETED_FIELD in df.columns:
+        flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
+    op = DMS_OP_FIELD if spec.payload == AWS_DMS_PAYLOAD else \
+        DEBEZIUM_OP_FIELD if spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) else None
+    if op and op in df.columns:
+        letter = "d" if op == DEBEZIUM_OP_FIELD else "D"
+        flag = flag | F.coalesce(F.lower(F.col(f"`{op}`").cast("string")) == F.lit(letter.lower()), F.lit(False))
+    return flag
+
+
 def deduplicate(state: WriteState, keyed: DataFrame, operation: str) -> DataFrame:
-    """Keep one record per key: the one with the largest ordering value, the later arrival
-    among equal ones (Hudi's preCombine); a null ordering value (deletes may have one) loses."""
+    """Keep one record per key, folded by the payload's ``preCombine``
+    (:func:`pyhudi.read.payloads.precombine`): the one with the largest ordering value, the later
+    arrival among equal ones; a null ordering value (deletes may have one) loses. With
+    PartialUpdateAvroPayload each field takes the first non-null value in that order instead."""
     keys = [RECORD_KEY] if state.is_global else [RECORD_KEY, PARTITION_PATH]
     cols = keyed.columns
+    spec = state.merge_spec()
     keyed = keyed.withColumn(ARRIVAL, F.monotonically_increasing_id())  # input order, before any shuffle
     n = parallelism(state.cfg, operation)
     if n > 0:
         keyed = keyed.repartition(n, *keys)
-    rank = F.col(ARRIVAL)
-    if state.ordering_field in cols:
-        ordering = F.col(f"`{state.ordering_field}`")
-        rank = F.struct(ordering.isNotNull(), ordering, rank)  # never null, so max_by keeps a row
-    best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
-    return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
+    ranks: list[Column] = []
+    for name in spec.ordering_in(cols):
+        ordering = F.col(f"`{name}`")
+        ranks += [ordering.isNotNull(), ordering]
+    rank = F.struct(*ranks, F.col(ARRIVAL))  # never null, so max_by keeps a row
+    if spec.payload != PARTIAL_UPDATE_PAYLOAD:
+        best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
+        return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
+    merged = set(merged_columns(cols)) - set(keys)
+    aggs = [(F.max_by(F.col(f"`{c}`"), F.struct(F.col(f"`{c}`").isNotNull(), rank)) if c in merged
+             else F.max_by(F.col(f"`{c}`"), rank)).alias(c) for c in cols if c not in keys]
+    out = keyed.groupBy(*keys).agg(*aggs).select(*[F.col(f"`{c}`") for c in cols])
+    if IS_DELETED_FIELD in cols and isinstance(keyed.schema[IS_DELETED_FIELD].dataType, T.BooleanType):
+        # the merged record is a delete when its merged _hoodie_is_deleted is true
+        out = out.withColumn(IS_DELETE, F.col(IS_DELETE) | F.coalesce(F.col(IS_DELETED_FIELD), F.lit(False)))
+    return out
