@@ -80,7 +80,7 @@ def pre_combine(this: dict, old: dict, payload: str) -> dict:
         return old if old_newer else this
     newer, other = (old, this) if old_newer else (this, old)
     out = {f: (newer[f] if newer[f] is not None else other[f]) for f in this}
-    if old_newer:  # mergeDisorderRecordsWithMetadata: the meta fields of the updating record
+    if old_newer and "_hoodie_commit_time" in this:  # mergeDisorderRecordsWithMetadata: the updating record's
         out["_hoodie_commit_time"] = this["_hoodie_commit_time"] or old["_hoodie_commit_time"]
     return out
 
@@ -102,7 +102,8 @@ def combine_update(stored: dict, inc: dict, payload: str) -> dict | str | None:
             return None
         newer, other = (stored, inc) if stored["ts"] > inc["ts"] else (inc, stored)
         out = {f: newer[f] if newer[f] is not None else other[f] for f in inc}
-        out["_hoodie_commit_time"] = inc["_hoodie_commit_time"]  # mergeDisorderRecordsWithMetadata
+        if "_hoodie_commit_time" in inc:  # mergeDisorderRecordsWithMetadata: the updating record's meta fields
+            out["_hoodie_commit_time"] = inc["_hoodie_commit_time"]
         return out
     if payload == C.DEFAULT_PAYLOAD:
         if stored["ts"] is not None and stored["ts"] > inc["ts"]:
@@ -378,3 +379,25 @@ def test_partial_updates_of_no_implemented_payload_are_refused() -> None:
     with pytest.raises(HudiUnsupportedError, match="partial.update.mode=IGNORE_DEFAULTS"):
         merge_semantics({"hoodie.table.version": "9", "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
                          "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, "t")
+
+
+def test_several_ordering_fields_are_compared_left_to_right() -> None:
+    # Hudi 1.x hoodie.table.ordering.fields: the first field decides, the next breaks its ties
+    s = MergeSpec.of("ts,a", C.DEFAULT_PAYLOAD)
+    rows = table([{KEY: "k", "ts": 2, "a": 9, "s": "first"}, {KEY: "k", "ts": 2, "a": 1, "s": "later"},
+                  {KEY: "k", "ts": 1, "a": 99, "s": "older"}])
+    assert precombine(rows, s).column("s").to_pylist() == ["first"]
+    stored, inc = table([{KEY: "k", "ts": 2, "a": 5}]), table([{KEY: "k", "ts": 2, "a": 4}])
+    assert merge_stored(stored, inc, pa.array([False]), s)[1][0] == KEEP_STORED
+    scan = LogScan(data=[(0, rows)])
+    assert merge_slice(stored, scan, SCHEMA, s)[0].column("s").to_pylist() == ["first"]
+
+
+def test_tables_ordered_by_several_fields_read_but_are_not_written() -> None:
+    from pyhudi.config.properties import TableConfig
+
+    config = TableConfig({"hoodie.table.name": "t", "hoodie.table.version": "9",
+                          "hoodie.table.ordering.fields": "ts,a", "hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})
+    assert config.merge_ordering_field == "ts,a" and config.payload_class == C.DEFAULT_PAYLOAD
+    with pytest.raises(HudiUnsupportedError, match="hoodie.table.ordering.fields=ts,a"):
+        config.check_writable("write", merges=True)

@@ -299,6 +299,13 @@ class TableConfig:
         records, so the table's merge must be one pyhudi implements)."""
         support.check_writable(self.props, self.name, action)
         self.check_data_table(merges=merges)
+        ordering = self.precombine_field or ""
+        if merges and "," in ordering:
+            key = PRECOMBINE_FIELD if self.props.get(PRECOMBINE_FIELD) else ORDERING_FIELDS
+            raise HudiUnsupportedError(
+                f"{action} refused: table {self.name} has {key}={ordering}: it orders records by several fields, "
+                "which pyhudi merges when it reads the table but does not write with (its writes order by one "
+                "field); nothing was written. Use Apache Hudi's own Spark bundle to write this table")
 
     @property
     def metadata_partitions(self) -> tuple[str, ...]:

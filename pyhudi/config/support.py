@@ -188,7 +188,7 @@ def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
         payload = PAYLOAD_OF_MERGE_MODE.get(mode)
         if legacy:
             payload = legacy
-        elif mode == "CUSTOM" and strategy in ("", PAYLOAD_STRATEGY) and stored in IMPLEMENTED_PAYLOADS:
+        elif mode == "CUSTOM" and strategy == PAYLOAD_STRATEGY and stored in IMPLEMENTED_PAYLOADS:
             payload = stored  # version 8: a payload of its own merges by the payload-based merger
         elif payload is None:
             raise _refuse_merge(name, f"{MERGE_MODE}={mode}" + (f" with {PAYLOAD_CLASS}={stored}" if stored else ""))

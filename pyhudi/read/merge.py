@@ -235,7 +235,8 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
     stored = align(base, schema) if base is not None else schema.empty_table()
     if deletes is not None and stored.num_rows:
         work = stored.append_column(_POS, pa.array(np.full(stored.num_rows, -1, dtype=np.int64)))
-        stored = stored.filter(pc.invert(_beaten(work, stored.column(RECORD_KEY), deletes, ordering)))
+        spared_by = ordering if spec.delete_spares_larger_stored else None
+        stored = stored.filter(pc.invert(_beaten(work, stored.column(RECORD_KEY), deletes, spared_by)))
     at = pc.index_in(stored.column(RECORD_KEY), value_set=logged.column(RECORD_KEY).combine_chunks())
     matched = at.is_valid().to_numpy(zero_copy_only=False)
     log_idx = at.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)
@@ -335,7 +336,9 @@ def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
     if deletes is not None and winners.num_rows:
         at = pc.index_in(keys, value_set=deletes.column("record_key"))
         deleted = pc.is_valid(at)
-        cast = _delete_ordering(deletes.column("ordering_value"), order_type) if ordering else None
+        # (no ordering value where the payload lets a delete win over a larger base record)
+        cast = _delete_ordering(deletes.column("ordering_value"), order_type) \
+            if ordering and spec.delete_spares_larger_stored else None
         if cast is not None:
             real = pc.if_else(pc.invert(deletes.column("ordering_is_default")), cast, pa.nulls(len(cast), order_type))
             delete_order = pc.take(real, at)

@@ -111,6 +111,17 @@ class MergeSpec:
         ``combineAndGetUpdateValue`` of OverwriteWithLatestAvroPayload and AWSDmsAvroPayload."""
         return self.payload in (OVERWRITE_PAYLOAD, AWS_DMS_PAYLOAD)
 
+    @property
+    def delete_spares_larger_stored(self) -> bool:
+        """Whether a stored (base file) record whose ordering value is larger than a later delete's
+        survives it: where ``combineAndGetUpdateValue`` looks at the ordering values before it
+        looks at the delete (DefaultHoodieRecordPayload, the Debezium payloads; pyhudi's merge of
+        OverwriteWithLatestAvroPayload slices has kept Hudi 1.x's event-time rule). With
+        EventTimeAvroPayload, AWSDmsAvroPayload, OverwriteNonDefaults and PartialUpdate the delete
+        wins whatever the values (Hudi 0.x reads a delete block as an empty payload of the table's
+        class, whose ``combineAndGetUpdateValue`` deletes)."""
+        return self.payload in (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD, *_DEBEZIUM)
+
     def stored_order_fields(self) -> tuple[str, ...]:
         """The fields ``combineAndGetUpdateValue`` compares the stored and incoming records by."""
         if self.payload == POSTGRES_DEBEZIUM_PAYLOAD:
