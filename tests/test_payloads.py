@@ -401,3 +401,16 @@ def test_tables_ordered_by_several_fields_read_but_are_not_written() -> None:
     assert config.merge_ordering_field == "ts,a" and config.payload_class == C.DEFAULT_PAYLOAD
     with pytest.raises(HudiUnsupportedError, match="hoodie.table.ordering.fields=ts,a"):
         config.check_writable("write", merges=True)
+
+
+@pytest.mark.parametrize("payload, survives", [
+    (C.DEFAULT_PAYLOAD, True),  # needUpdatingPersistedRecord: the larger stored record stays, also against a delete
+    (C.POSTGRES_DEBEZIUM_PAYLOAD, True),  # shouldPickCurrentRecord before the delete
+    (C.EVENT_TIME_PAYLOAD, False),  # EventTimeAvroPayload.combineAndGetUpdateValue: a delete before any ordering
+    (C.AWS_DMS_PAYLOAD, False), (C.PARTIAL_UPDATE_PAYLOAD, False), (C.NON_DEFAULTS_PAYLOAD, False),
+])
+def test_a_delete_block_with_an_ordering_value_against_a_larger_base_record(payload: str, survives: bool) -> None:
+    base = table([{KEY: "k", "ts": 5, "_event_lsn": 50, "a": 1}])
+    scan = LogScan(deletes=[(0, pa.table({"record_key": ["k"], "partition_path": [""], "ordering_is_default": [False],
+                                          "ordering_value": ["4"]}))])
+    assert (merge_slice(base, scan, SCHEMA, spec(payload))[0].num_rows == 1) is survives

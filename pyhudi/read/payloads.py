@@ -307,7 +307,7 @@ def merge_stored(stored: pa.Table, incoming: pa.Table, incoming_deletes: pa.Arra
             if toasted is not None and pc.any(toasted).as_py():
                 out = out.set_column(out.schema.get_field_index(name), name,
                                      pc.if_else(toasted, _flat(stored.column(name)).cast(values.type), values))
-        return out, take
+        return out.cast(incoming.schema), take
     stored_newer = None
     if spec.payload == PARTIAL_UPDATE_PAYLOAD and old is not None and new is not None:
         stored_newer = pc.fill_null(_greater(old, new), False)  # PartialUpdateAvroPayload.isRecordNewer
@@ -319,7 +319,7 @@ def merge_stored(stored: pa.Table, incoming: pa.Table, incoming_deletes: pa.Arra
         if stored_newer is not None:
             merged = pc.if_else(stored_newer, _coalesce(theirs.cast(mine.type), mine), merged)
         out = out.set_column(out.schema.get_field_index(name), name, merged)
-    return out, take
+    return out.cast(incoming.schema), take  # (the fields as declared: set_column makes them nullable)
 
 
 def precombine(rows: pa.Table, spec: MergeSpec, *, rank: np.ndarray | None = None,
