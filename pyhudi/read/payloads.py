@@ -323,12 +323,13 @@ def merge_stored(stored: pa.Table, incoming: pa.Table, incoming_deletes: pa.Arra
 
 
 def precombine(rows: pa.Table, spec: MergeSpec, *, rank: np.ndarray | None = None,
-               delete_flag: str | None = None) -> pa.Table:
+               delete_flag: str | None = None, key: str = RECORD_KEY) -> pa.Table:
     """One row per record key (rows in key order): the versions of each key folded by the
     payload's ``preCombine`` in arrival order (see the module docstring). ``rank`` is the arrival
     order (larger: later; default the row order); ``delete_flag`` names a boolean column of
     ``rows`` marking deletes, recomputed for the merged rows of PartialUpdateAvroPayload from the
-    merged ``_hoodie_is_deleted`` (a delete of the ``delete`` operation stays a delete).
+    merged ``_hoodie_is_deleted`` (a delete of the ``delete`` operation stays a delete); ``key``
+    the column whose equal values are versions of one record (default the record key).
 
     A null ordering value (deletes may have one) loses to any other.
     """
@@ -337,13 +338,13 @@ def precombine(rows: pa.Table, spec: MergeSpec, *, rank: np.ndarray | None = Non
     work = rows.append_column("_pyhudi_rank", pa.array(rank_values))
     ordering = spec.ordering_in(rows.column_names)
     if spec.payload != PARTIAL_UPDATE_PAYLOAD:
-        sort_keys = [(RECORD_KEY, "ascending")] + [(f, "descending") for f in ordering] + \
+        sort_keys = [(key, "ascending")] + [(f, "descending") for f in ordering] + \
             [("_pyhudi_rank", "descending")]
         order = pc.sort_indices(work, sort_keys=[(name, o, "at_end") for name, o in sort_keys])
         ordered = rows.take(order)
-        return ordered.filter(pa.array(first_of_runs(_flat(ordered.column(RECORD_KEY)))))
-    ordered = rows.take(pc.sort_indices(work, sort_keys=[(RECORD_KEY, "ascending"), ("_pyhudi_rank", "ascending")]))
-    winners = _fold_partial(ordered, ordering)
+        return ordered.filter(pa.array(first_of_runs(_flat(ordered.column(key)))))
+    ordered = rows.take(pc.sort_indices(work, sort_keys=[(key, "ascending"), ("_pyhudi_rank", "ascending")]))
+    winners = _fold_partial(ordered, ordering, key)
     if delete_flag and delete_flag in rows.column_names and IS_DELETED_FIELD in rows.column_names:
         merged_flag = winners.column(IS_DELETED_FIELD)
         if pa.types.is_boolean(merged_flag.type):
@@ -355,7 +356,7 @@ def precombine(rows: pa.Table, spec: MergeSpec, *, rank: np.ndarray | None = Non
     return winners
 
 
-def _fold_partial(ordered: pa.Table, ordering: tuple[str, ...]) -> pa.Table:
+def _fold_partial(ordered: pa.Table, ordering: tuple[str, ...], key: str) -> pa.Table:
     """``PartialUpdateAvroPayload.preCombine`` folded over each run of a key (``ordered``: by key,
     then arrival): round ``j`` merges the ``j``-th version of every key that has one into what the
     earlier versions gave, column-wise; there are as many rounds as a key has versions.
@@ -366,7 +367,7 @@ def _fold_partial(ordered: pa.Table, ordering: tuple[str, ...]) -> pa.Table:
     carries the larger ordering value.
     """
     n = ordered.num_rows
-    first = first_of_runs(_flat(ordered.column(RECORD_KEY)))
+    first = first_of_runs(_flat(ordered.column(key)))
     starts = np.flatnonzero(first)
     lengths = np.diff(np.append(starts, n))
     acc = ordered.take(pa.array(starts))

@@ -3,9 +3,11 @@ one record per key where the options ask duplicates to be combined."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
@@ -16,10 +18,11 @@ from pyhudi.config.table import (
     POSTGRES_DEBEZIUM_PAYLOAD,
 )
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
-from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, merged_columns
+from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, precombine
 from pyhudi.spark.keygen import with_keys, with_required_ordering
 from pyhudi.spark.routing import coalesced, spark_parallelism
 from pyhudi.spark.state import WriteState
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.write.columns import ARRIVAL, IS_DELETE
 
 
@@ -85,12 +88,14 @@ def deduplicate(state: WriteState, keyed: DataFrame, operation: str) -> DataFram
     """Keep one record per key, folded by the payload's ``preCombine``
     (:func:`pyhudi.read.payloads.precombine`): the one with the largest ordering value, the later
     arrival among equal ones; a null ordering value (deletes may have one) loses. With
-    PartialUpdateAvroPayload each field takes the first non-null value in that order instead."""
+    PartialUpdateAvroPayload the versions' fields are merged, folded in arrival order."""
     keys = [RECORD_KEY] if state.is_global else [RECORD_KEY, PARTITION_PATH]
     cols = keyed.columns
     spec = state.merge_spec()
     keyed = keyed.withColumn(ARRIVAL, F.monotonically_increasing_id())  # input order, before any shuffle
     n = parallelism(state.cfg, operation)
+    if spec.payload == PARTIAL_UPDATE_PAYLOAD:
+        return _fold_partial_updates(keyed, keys, spec, cols, n)
     if n > 0:
         keyed = keyed.repartition(n, *keys)
     ranks: list[Column] = []
@@ -98,14 +103,32 @@ def deduplicate(state: WriteState, keyed: DataFrame, operation: str) -> DataFram
         ordering = F.col(f"`{name}`")
         ranks += [ordering.isNotNull(), ordering]
     rank = F.struct(*ranks, F.col(ARRIVAL))  # never null, so max_by keeps a row
-    if spec.payload != PARTIAL_UPDATE_PAYLOAD:
-        best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
-        return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
-    merged = set(merged_columns(cols)) - set(keys)
-    aggs = [(F.max_by(F.col(f"`{c}`"), F.struct(F.col(f"`{c}`").isNotNull(), rank)) if c in merged
-             else F.max_by(F.col(f"`{c}`"), rank)).alias(c) for c in cols if c not in keys]
-    out = keyed.groupBy(*keys).agg(*aggs).select(*[F.col(f"`{c}`") for c in cols])
-    if IS_DELETED_FIELD in cols and isinstance(keyed.schema[IS_DELETED_FIELD].dataType, T.BooleanType):
-        # the merged record is a delete when its merged _hoodie_is_deleted is true
-        out = out.withColumn(IS_DELETE, F.col(IS_DELETE) | F.coalesce(F.col(IS_DELETED_FIELD), F.lit(False)))
-    return out
+    best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
+    return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
+
+
+#: the record's identity while PartialUpdateAvroPayload versions are folded (key, or key and partition)
+_GROUP = "_pyhudi_group"
+
+
+def _fold_partial_updates(keyed: DataFrame, keys: list[str], spec: MergeSpec, cols: list[str], n: int) -> DataFrame:
+    """PartialUpdateAvroPayload's ``preCombine`` folded in arrival order: a fold that no aggregate
+    expresses (each step merges fields by which of two versions has the larger ordering value, so
+    a field an early version filled in stays before a later, smaller one). The versions of each
+    record meet in one task, sorted by arrival, and :func:`pyhudi.read.payloads.precombine` folds
+    them there, column-wise, as the write handles do."""
+    group = F.concat_ws("\u0000", *[F.col(k) for k in keys]) if len(keys) > 1 else F.col(keys[0])
+    keyed = keyed.withColumn(_GROUP, group)
+    spread = keyed.repartition(n, _GROUP) if n > 0 else keyed.repartition(_GROUP)
+    ordered = spread.sortWithinPartitions(_GROUP, ARRIVAL)
+    out_schema = ordered.schema
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = [b for b in batches if b.num_rows]
+        if not rows:
+            return
+        table = pa.Table.from_batches(rows)
+        rank = table.column(ARRIVAL).to_numpy()
+        yield from precombine(table, spec, rank=rank, delete_flag=IS_DELETE, key=_GROUP).to_batches()
+
+    return map_in_arrow(ordered, body, out_schema).select(*[F.col(f"`{c}`") for c in cols])
