@@ -17,10 +17,13 @@ This is what a merge-on-read snapshot query, and a compaction, compute for each 
    is larger, and so on for each payload pyhudi implements.
 4. A delete removes every record of its key written before it (same or earlier block order),
    unless the delete carries a real ordering value and the record's is strictly larger; records
-   written after the delete survive it. Records the payload takes for deletes
-   (``_hoodie_is_deleted = true``, AWS DMS ``Op = 'D'``, ...) delete the key as they win.
+   written after the delete survive it (a delete's one ordering value is not compared with records
+   ordered by several fields, nor, where the payload deletes whatever the stored values
+   (:attr:`MergeSpec.delete_spares_larger_stored`), with the base record's). Records the payload
+   takes for deletes (``_hoodie_is_deleted = true``, AWS DMS ``Op = 'D'``, ...) delete the key as
+   they win.
 
-All steps are column-wise (one sort, one pass of adjacent comparisons); there is no per-row Python.
+All steps are column-wise (sorts, hash lookups, masks); there is no per-row Python.
 """
 
 from __future__ import annotations
