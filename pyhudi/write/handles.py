@@ -82,16 +82,24 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     name = base_file_name(bucket.file_id_prefix, task.token, ctx.instant_time)
     new_rows = to_storage_rows(rows, schema, ctx, name, task, 0)
     at_incoming = pos_np[matched_np]
-    merged, choice = merge_stored(old.filter(matched), new_rows.take(pa.array(at_incoming)),
-                                  pc.take(is_delete, pa.array(at_incoming)), ctx.merge())
+    spec = ctx.merge()
+    # a payload that picks one record compares only its ordering and delete columns
+    compared = None if spec.is_partial else [c for c in spec.key_columns() if c in new_rows.column_names]
+    stored_side, incoming_side = old.filter(matched), new_rows.take(pa.array(at_incoming))
+    if compared is not None:
+        stored_side, incoming_side = stored_side.select(compared), incoming_side.select(compared)
+    merged, choice = merge_stored(stored_side, incoming_side, pc.take(is_delete, pa.array(at_incoming)), spec)
     decision = np.full(n_old, KEEP_STORED, dtype=np.int8)
     decision[matched_np] = choice
     replaced = pa.array(decision == TAKE_INCOMING)
     dropped = pa.array(decision == DELETE)
-    # a replaced record comes from the merged rows (after the stored and the incoming rows)
-    merged_at = np.full(n_old, -1, dtype=np.int64)
-    merged_at[np.flatnonzero(matched_np)] = np.arange(len(at_incoming), dtype=np.int64)
-    take_idx = np.where(decision == TAKE_INCOMING, n_old + new_rows.num_rows + merged_at, old_idx)
+    if compared is None:  # a replaced record comes from the merged rows (after the stored and incoming rows)
+        incoming_at = np.full(n_old, -1, dtype=np.int64)
+        incoming_at[np.flatnonzero(matched_np)] = new_rows.num_rows + np.arange(len(at_incoming), dtype=np.int64)
+        extra = [merged]
+    else:  # ... or is the incoming record
+        incoming_at, extra = pos_np, []
+    take_idx = np.where(decision == TAKE_INCOMING, n_old + incoming_at, old_idx)
     take_idx = take_idx[decision != DELETE]
     # incoming keys no stored record has: hash the matched stored keys (few), not the whole file
     stored_matched = old.column(RECORD_KEY).filter(matched)
@@ -99,7 +107,7 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
                            pc.invert(is_delete))
     insert_idx = n_old + np.nonzero(inserts_mask.to_numpy(zero_copy_only=False))[0].astype(np.int64)
     order = np.concatenate([take_idx, insert_idx])
-    combined = pa.concat_tables([old, new_rows, merged]).take(pa.array(order))
+    combined = pa.concat_tables([old, new_rows, *extra]).take(pa.array(order))
     from_incoming = pa.array(order >= n_old)
     if ctx.settings.populate_meta_fields:
         fresh = seqnos(ctx.instant_time, task.partition_id, first_position, len(order))
