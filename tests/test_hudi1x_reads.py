@@ -260,15 +260,15 @@ def _config(**props: str) -> TableConfig:
 
 
 def test_merge_settings_of_hudi_1x_tables():
-    """COMMIT_TIME_ORDERING ignores an ordering field (the later write wins); several ordering
-    fields, partial updates and merge properties are refused, not merged by a guess."""
+    """COMMIT_TIME_ORDERING ignores an ordering field (the later write wins); partial updates and
+    merge properties of no implemented payload are refused, not merged by a guess."""
     assert _config(**{"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
                       "hoodie.table.ordering.fields": "ts"}).merge_ordering_field is None
     assert _config(**{"hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
                       "hoodie.table.ordering.fields": "ts"}).merge_ordering_field == "ts"
     assert _config(**{"hoodie.table.version": "6", "hoodie.table.precombine.field": "ts"}).merge_ordering_field == "ts"
-    with pytest.raises(HudiUnsupportedError, match="several fields"):
-        _ = _config(**{"hoodie.table.ordering.fields": "a,b"}).merge_ordering_field
+    # several ordering fields are compared left to right (reads; writes refuse them: tests/test_payloads.py)
+    assert _config(**{"hoodie.table.ordering.fields": "a,b"}).merge_ordering_field == "a,b"
     with pytest.raises(HudiUnsupportedError, match="hoodie.table.partial.update.mode=IGNORE_DEFAULTS"):
         _ = _config(**{"hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}).payload_class
     with pytest.raises(HudiUnsupportedError, match="hoodie.record.merge.property.hoodie.payload.delete.field"):

@@ -67,8 +67,8 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.datasource.write.drop.partition.columns", "true"),
     ("hoodie.record.merge.mode", "CUSTOM"),
     ("hoodie.write.record.merge.mode", "CUSTOM"),
-    ("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.PartialUpdateAvroPayload"),
-    ("hoodie.compaction.payload.class", "org.apache.hudi.common.model.AWSDmsAvroPayload"),
+    ("hoodie.datasource.write.payload.class", "org.apache.hudi.common.model.FirstValueAvroPayload"),
+    ("hoodie.compaction.payload.class", "com.example.MyPayload"),
     ("hoodie.metrics.on", "true"),
     ("hoodie.avro.schema.externaltransformation", "true"),  # Spark lower-cases keys
     ("HOODIE.TABLE.CDC.ENABLED", "true"),
@@ -199,7 +199,7 @@ def test_a_table_version_pyhudi_cannot_know_is_refused(spark, base_table, tmp_pa
 
 
 MERGES = [
-    ({P.PAYLOAD_CLASS: "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, "PartialUpdateAvroPayload"),
+    ({P.PAYLOAD_CLASS: "com.example.MyPayload"}, "com.example.MyPayload"),
     ({P.MERGE_MODE: "CUSTOM"}, "hoodie.record.merge.mode=CUSTOM"),
 ]
 

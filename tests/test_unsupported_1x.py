@@ -190,8 +190,7 @@ MERGES = [
     ({"hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}, "hoodie.table.partial.update.mode=IGNORE_DEFAULTS"),
     ({"hoodie.record.merge.property.hoodie.payload.delete.field": "Op"},
      "hoodie.record.merge.property.hoodie.payload.delete.field=Op"),
-    ({P.PRECOMBINE_FIELD: "ts,v"}, "hoodie.table.precombine.field=ts,v"),
-    ({P.PAYLOAD_CLASS: "org.apache.hudi.common.model.PartialUpdateAvroPayload"}, "PartialUpdateAvroPayload"),
+    ({P.PAYLOAD_CLASS: "com.example.MyPayload"}, "com.example.MyPayload"),
 ]
 
 

@@ -28,7 +28,14 @@ from pyhudi.config.registry import (
     parse_bool,
     parse_str,
 )
-from pyhudi.config.table import PAYLOAD_CLASS, PAYLOAD_OF_MERGE_MODE
+from pyhudi.config.table import (
+    DEFAULT_PAYLOAD,
+    PAYLOAD_CLASS,
+    PAYLOAD_DELETE_FIELD,
+    PAYLOAD_DELETE_MARKER,
+    PAYLOAD_OF_MERGE_MODE,
+    PAYLOAD_TYPE,
+)
 from pyhudi.errors import HudiConfigError
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +90,34 @@ def _merge_mode_sets_payload(resolved: dict[str, Any]) -> None:
     resolved[PAYLOAD_CLASS.key] = payload
 
 
+def _payload_type_sets_payload(resolved: dict[str, Any]) -> None:
+    """``hoodie.datasource.write.payload.type`` names a payload class; the class wins when both are
+    given (Hudi's ``HoodiePayloadConfig`` infers the class from the type only when it is unset)."""
+    if resolved.get(PAYLOAD_TYPE.key) is not None and resolved.get(PAYLOAD_CLASS.key) is None:
+        resolved[PAYLOAD_CLASS.key] = PAYLOAD_TYPE.parse(resolved[PAYLOAD_TYPE.key])
+
+
+def _delete_marker_checked(resolved: dict[str, Any]) -> None:
+    """The delete field and marker go together (``DefaultHoodieRecordPayload.isDeleteRecord`` checks
+    the marker is set with the field) and only DefaultHoodieRecordPayload reads them: with another
+    payload Hudi would not delete the marked records, so pyhudi refuses rather than guess."""
+    field, marker = resolved.get(PAYLOAD_DELETE_FIELD.key), resolved.get(PAYLOAD_DELETE_MARKER.key)
+    if field is None and marker is None:
+        return
+    if not field or marker is None:
+        raise HudiConfigError(f"{PAYLOAD_DELETE_FIELD.key} and {PAYLOAD_DELETE_MARKER.key} must be set together "
+                              f"(given: field={field!r}, marker={marker!r})")
+    payload = resolved.get(PAYLOAD_CLASS.key)
+    if payload is None or PAYLOAD_CLASS.parse(payload) != DEFAULT_PAYLOAD:
+        raise HudiConfigError(
+            f"{PAYLOAD_DELETE_FIELD.key}={field} is read by DefaultHoodieRecordPayload only, and the payload class is "
+            f"{payload or 'the default OverwriteWithLatestAvroPayload'}: set {PAYLOAD_CLASS.key}={DEFAULT_PAYLOAD} "
+            "(or hoodie.write.record.merge.mode=EVENT_TIME_ORDERING), or mark deletes with _hoodie_is_deleted")
+
+
 DERIVED.append(_merge_mode_sets_payload)
+DERIVED.append(_payload_type_sets_payload)
+DERIVED.append(_delete_marker_checked)
 
 
 INCREMENTAL_FORMAT = option(

@@ -220,24 +220,18 @@ class TableConfig:
 
     @property
     def merge_ordering_field(self) -> str | None:
-        """The field a read orders the records of one key by (None: the later write wins).
+        """The field(s) a read orders the records of one key by, comma-separated when several
+        (compared left to right, as Hudi 1.x does; None: the later write wins).
 
         From version 8 the merge mode decides: COMMIT_TIME_ORDERING ignores the ordering field
         Hudi may still keep in the table config (``HoodieRecordUtils.getOrderingFieldNames``), so a
-        later write wins even with a smaller value. Several ordering fields (compared left to right
-        by Hudi 1.x) are refused rather than merged by one of them.
+        later write wins even with a smaller value.
         """
         mode = self.props.get(MERGE_MODE, "").strip().upper()
-        if self.version >= 8 and mode == "COMMIT_TIME_ORDERING":
+        if self.version >= 8 and mode == "COMMIT_TIME_ORDERING" and not self.props.get(support.LEGACY_PAYLOAD_CLASS):
             return None
         fields = [f.strip() for f in (self.precombine_field or "").split(",") if f.strip()]
-        if len(fields) > 1:
-            key = PRECOMBINE_FIELD if self.props.get(PRECOMBINE_FIELD) else ORDERING_FIELDS
-            raise HudiUnsupportedError(
-                f"table {self.name} has {key}={self.props.get(key)}: it orders records by several fields, which "
-                "pyhudi does not implement (it merges by one ordering field); use Apache Hudi's own Spark bundle "
-                "for this table")
-        return fields[0] if fields else None
+        return ",".join(fields) if fields else None
 
     @property
     def keygen_class(self) -> str | None:
@@ -305,6 +299,13 @@ class TableConfig:
         records, so the table's merge must be one pyhudi implements)."""
         support.check_writable(self.props, self.name, action)
         self.check_data_table(merges=merges)
+        ordering = self.precombine_field or ""
+        if merges and "," in ordering:
+            key = PRECOMBINE_FIELD if self.props.get(PRECOMBINE_FIELD) else ORDERING_FIELDS
+            raise HudiUnsupportedError(
+                f"{action} refused: table {self.name} has {key}={ordering}: it orders records by several fields, "
+                "which pyhudi merges when it reads the table but does not write with (its writes order by one "
+                "field); nothing was written. Use Apache Hudi's own Spark bundle to write this table")
 
     @property
     def metadata_partitions(self) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ if the later write won. So each such property is refused with
   files of another format, timeline folders other than Hudi's defaults, an unknown table type.
 * :func:`merge_semantics`, wherever records of two writes are merged (writes, compaction,
   clustering, merge-on-read slices with log files): a merge mode, record merger strategy, payload
-  class, partial-update mode, merge property or several ordering fields pyhudi does not implement.
+  class, partial-update mode or merge property pyhudi does not implement.
   A copy-on-write snapshot merges nothing when read, so it still reads.
 * :func:`check_writable`, before a write or a table service writes a file: the table versions
   pyhudi writes, change data capture.
@@ -22,7 +22,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
+from pyhudi.config.table import (
+    AWS_DMS_PAYLOAD,
+    DEFAULT_PAYLOAD,
+    IMPLEMENTED_PAYLOADS,
+    MYSQL_DEBEZIUM_PAYLOAD,
+    NON_DEFAULTS_PAYLOAD,
+    OVERWRITE_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    PAYLOAD_ALIASES,
+    PAYLOAD_OF_MERGE_MODE,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 from pyhudi.errors import HudiUnsupportedError
 
 VERSION = "hoodie.table.version"
@@ -39,6 +50,8 @@ MERGE_STRATEGY = "hoodie.record.merge.strategy.id"
 #: the name table version 6 gives the merge strategy
 MERGE_STRATEGY_V6 = "hoodie.compaction.record.merger.strategy"
 PARTIAL_UPDATE_MODE = "hoodie.table.partial.update.mode"
+#: where table version 9 keeps the payload class a table had before (Hudi 1.1, RFC-97)
+LEGACY_PAYLOAD_CLASS = "hoodie.table.legacy.payload.class"
 MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
@@ -117,11 +130,36 @@ def check_understood(props: Mapping[str, str], *, where: str) -> None:
                 f"default folder '{default}' only, so it would miss the instants kept there; {_USE_HUDI}")
 
 
+def _short(payload: str) -> str:
+    return payload.rsplit(".", 1)[1]
+
+
 def _refuse_merge(name: str, what: str) -> HudiUnsupportedError:
     return HudiUnsupportedError(
-        f"table {name} merges records with {what}, which pyhudi does not implement (it implements "
-        "OverwriteWithLatestAvroPayload and DefaultHoodieRecordPayload, the merge modes COMMIT_TIME_ORDERING and "
-        f"EVENT_TIME_ORDERING with one ordering field); {_USE_HUDI}")
+        f"table {name} merges records with {what}, which pyhudi does not implement (it implements the payloads "
+        f"{', '.join(_short(p) for p in IMPLEMENTED_PAYLOADS)}, the merge modes COMMIT_TIME_ORDERING and "
+        f"EVENT_TIME_ORDERING, and the partial-update modes and merge properties table version 9 records for those "
+        f"payloads); {_USE_HUDI}")
+
+
+#: What Hudi 1.1 (RFC-97, table version 9) records beside ``hoodie.table.legacy.payload.class`` for
+#: a payload whose merge is more than a merge mode: its partial-update mode. A table that says so
+#: merges as the legacy payload did, which is what pyhudi implements.
+_PARTIAL_MODE_OF_LEGACY = {
+    NON_DEFAULTS_PAYLOAD: ("IGNORE_DEFAULTS",),
+    PARTIAL_UPDATE_PAYLOAD: ("KEEP_VALUES",),
+    POSTGRES_DEBEZIUM_PAYLOAD: ("IGNORE_MARKERS", "FILL_UNAVAILABLE"),
+}
+#: merge properties (``hoodie.record.merge.property.<name>``) table version 9 records for them
+_MERGE_PROPERTIES_OF_LEGACY = {
+    AWS_DMS_PAYLOAD: ("hoodie.payload.delete.field", "hoodie.payload.delete.marker", "delete.field", "delete.marker"),
+    MYSQL_DEBEZIUM_PAYLOAD: ("hoodie.payload.delete.field", "hoodie.payload.delete.marker", "delete.field",
+                             "delete.marker"),
+    POSTGRES_DEBEZIUM_PAYLOAD: ("hoodie.payload.delete.field", "hoodie.payload.delete.marker", "delete.field",
+                                "delete.marker", "hoodie.write.partial.update.custom.marker",
+                                "hoodie.write.partial.update.unavailable.value"),
+    DEFAULT_PAYLOAD: ("hoodie.payload.delete.field", "hoodie.payload.delete.marker", "delete.field", "delete.marker"),
+}
 
 
 def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
@@ -130,21 +168,35 @@ def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
 
     A record merge mode (table version 8 on) stands for the payload of the same semantics, and the
     merger strategy recorded with it must be that mode's. In table version 6 the strategy
-    ``eeb8d96f-...`` is the default merger, which merges by the payload class. Anything else (the
-    CUSTOM mode, another merger or payload, partial updates, merge properties such as a delete
-    marker, several ordering fields) would merge otherwise than pyhudi does: refused."""
+    ``eeb8d96f-...`` is the default merger, which merges by the payload class. Table version 9
+    keeps the payload a table had in ``hoodie.table.legacy.payload.class`` beside the merge mode,
+    partial-update mode and merge properties Hudi 1.1 derives from it (RFC-97): such a table merges
+    as that payload, which pyhudi implements. Anything else (the CUSTOM mode, another merger or
+    payload, partial updates or merge properties of no implemented payload) would merge otherwise
+    than pyhudi does: refused. Several ordering fields are compared left to right (Hudi 1.x)."""
     mode = props.get(MERGE_MODE, "").strip().upper()
     strategy_key = MERGE_STRATEGY if props.get(MERGE_STRATEGY) else MERGE_STRATEGY_V6
     strategy = (props.get(strategy_key) or "").strip()
     version = _version(props) or 6
+    legacy = (props.get(LEGACY_PAYLOAD_CLASS) or "").strip()
+    legacy = PAYLOAD_ALIASES.get(legacy, legacy)
+    if legacy and legacy not in IMPLEMENTED_PAYLOADS:
+        raise _refuse_merge(name, f"{LEGACY_PAYLOAD_CLASS}={legacy}")
     if mode:
+        stored = props.get(PAYLOAD_CLASS)
+        stored = PAYLOAD_ALIASES.get(stored, stored) if stored else stored
         payload = PAYLOAD_OF_MERGE_MODE.get(mode)
-        if payload is None:
-            raise _refuse_merge(name, f"{MERGE_MODE}={mode}")
-        if strategy and strategy != _STRATEGY_OF_MODE[mode]:
+        if legacy:
+            payload = legacy
+        elif mode == "CUSTOM" and strategy == PAYLOAD_STRATEGY and stored in IMPLEMENTED_PAYLOADS:
+            payload = stored  # version 8: a payload of its own merges by the payload-based merger
+        elif payload is None:
+            raise _refuse_merge(name, f"{MERGE_MODE}={mode}" + (f" with {PAYLOAD_CLASS}={stored}" if stored else ""))
+        elif strategy and strategy != _STRATEGY_OF_MODE[mode]:
             raise _refuse_merge(name, f"{strategy_key}={strategy} (a record merger other than {mode}'s)")
     else:
         payload = props.get(PAYLOAD_CLASS)
+        payload = PAYLOAD_ALIASES.get(payload, payload) if payload else payload
         implied = {EVENT_TIME_STRATEGY: DEFAULT_PAYLOAD, COMMIT_TIME_STRATEGY: OVERWRITE_PAYLOAD} \
             if version >= 8 else {}
         if strategy in implied:
@@ -154,18 +206,20 @@ def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
             payload = implied[strategy]
         elif strategy and strategy not in (EVENT_TIME_STRATEGY, PAYLOAD_STRATEGY):
             raise _refuse_merge(name, f"{strategy_key}={strategy} (a custom record merger)")
-        if payload not in (None, OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
+        if legacy:
+            payload = legacy
+        if payload is not None and payload not in IMPLEMENTED_PAYLOADS:
             raise _refuse_merge(name, f"{PAYLOAD_CLASS}={payload}")
     partial = props.get(PARTIAL_UPDATE_MODE, "NONE").strip().upper()
-    if partial != "NONE":
-        raise _refuse_merge(name, f"{PARTIAL_UPDATE_MODE}={partial} (partial updates)")
-    merge_props = sorted(k for k in props if k.startswith(MERGE_PROPERTY_PREFIX))
+    if partial != "NONE" and partial not in _PARTIAL_MODE_OF_LEGACY.get(legacy, ()):
+        raise _refuse_merge(name, f"{PARTIAL_UPDATE_MODE}={partial} (partial updates"
+                                  + (f" of no payload it implements; {LEGACY_PAYLOAD_CLASS} is {legacy or 'unset'})"
+                                     if partial else ")"))
+    allowed = _MERGE_PROPERTIES_OF_LEGACY.get(legacy, ())
+    merge_props = sorted(k for k in props if k.startswith(MERGE_PROPERTY_PREFIX)
+                         and k[len(MERGE_PROPERTY_PREFIX):] not in allowed)
     if merge_props:
         raise _refuse_merge(name, f"{merge_props[0]}={props[merge_props[0]]} (a merge property)")
-    ordering = props.get(ORDERING_FIELDS) or props.get(PRECOMBINE_FIELD) or ""
-    if "," in ordering:
-        key = ORDERING_FIELDS if props.get(ORDERING_FIELDS) else PRECOMBINE_FIELD
-        raise _refuse_merge(name, f"{key}={ordering} (records ordered by several fields)")
     return payload
 
 

@@ -119,6 +119,40 @@ CONSISTENT_LOGICAL_TIMESTAMP = option(
     "Render timestamp/date key values as their logical value instead of the raw number.", parse_bool)
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 DEFAULT_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+NON_DEFAULTS_PAYLOAD = "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+PARTIAL_UPDATE_PAYLOAD = "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.EventTimeAvroPayload"
+AWS_DMS_PAYLOAD = "org.apache.hudi.common.model.AWSDmsAvroPayload"
+MYSQL_DEBEZIUM_PAYLOAD = "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload"
+POSTGRES_DEBEZIUM_PAYLOAD = "org.apache.hudi.common.model.debezium.PostgresDebeziumAvroPayload"
+#: The payload classes whose merge pyhudi implements (:mod:`pyhudi.read.payloads`)
+IMPLEMENTED_PAYLOADS = (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD, NON_DEFAULTS_PAYLOAD, PARTIAL_UPDATE_PAYLOAD,
+                        EVENT_TIME_PAYLOAD, AWS_DMS_PAYLOAD, MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD)
+#: Other names of implemented payloads: hudi-spark's ``org.apache.hudi.payload.AWSDmsAvroPayload``
+#: only extends the common one
+PAYLOAD_ALIASES = {"org.apache.hudi.payload.AWSDmsAvroPayload": AWS_DMS_PAYLOAD}
+#: ``hoodie.datasource.write.payload.type`` names (Hudi's ``RecordPayloadType``) of implemented payloads
+PAYLOAD_OF_TYPE = {
+    "OVERWRITE_LATEST_AVRO": OVERWRITE_PAYLOAD, "HOODIE_AVRO_DEFAULT": DEFAULT_PAYLOAD,
+    "OVERWRITE_NON_DEF_LATEST_AVRO": NON_DEFAULTS_PAYLOAD, "PARTIAL_UPDATE_AVRO": PARTIAL_UPDATE_PAYLOAD,
+    "EVENT_TIME_AVRO": EVENT_TIME_PAYLOAD, "AWS_DMS_AVRO": AWS_DMS_PAYLOAD,
+    "MYSQL_DEBEZIUM_AVRO": MYSQL_DEBEZIUM_PAYLOAD, "POSTGRES_DEBEZIUM_AVRO": POSTGRES_DEBEZIUM_PAYLOAD}
+
+
+def canonical_payload(name: str) -> str:
+    """The implemented payload class ``name`` stands for (its alias resolved); a payload class
+    pyhudi does not implement (a user's own, or another of Hudi's) is refused, naming it and the
+    implemented ones, since merging its records by another rule would be silently wrong."""
+    text = str(name).strip()
+    text = PAYLOAD_ALIASES.get(text, text)
+    if text not in IMPLEMENTED_PAYLOADS:
+        raise Unimplemented(
+            f"payload class {text!r} is not implemented: pyhudi merges records as "
+            f"{', '.join(p.rsplit('.', 1)[1] for p in IMPLEMENTED_PAYLOADS)} do; use one of those "
+            "(their full names are org.apache.hudi.common.model[.debezium].<name>) or Apache Hudi's own Spark bundle")
+    return text
+
+
 #: The payload class whose semantics a record merge mode (Hudi 1.x, table version 8 on) names.
 PAYLOAD_OF_MERGE_MODE = {"COMMIT_TIME_ORDERING": OVERWRITE_PAYLOAD, "EVENT_TIME_ORDERING": DEFAULT_PAYLOAD}
 #: The merge mode a table of version 8 on records for the payload class of the same semantics.
@@ -126,10 +160,28 @@ MERGE_MODE_OF_PAYLOAD = {payload: mode for mode, payload in PAYLOAD_OF_MERGE_MOD
 PAYLOAD_CLASS = option(
     "hoodie.datasource.write.payload.class",
     OVERWRITE_PAYLOAD,
-    "Merge semantics: OverwriteWithLatestAvroPayload (incoming wins) or DefaultHoodieRecordPayload "
-    "(the stored record wins when its ordering value is larger).",
+    "Merge semantics (Hudi's record payload class): OverwriteWithLatestAvroPayload (incoming wins), "
+    "DefaultHoodieRecordPayload (the stored record wins when its ordering value is larger), "
+    "OverwriteNonDefaultsWithLatestAvroPayload (null incoming fields keep the stored value), PartialUpdateAvroPayload "
+    "(ordering-aware field merge), EventTimeAvroPayload, AWSDmsAvroPayload (Op='D' deletes), "
+    "debezium.MySqlDebeziumAvroPayload and debezium.PostgresDebeziumAvroPayload (_change_operation_type='d' "
+    "deletes); see pyhudi.read.payloads. Other classes are refused.",
     lambda v: _parse_payload(v),
     aliases=("hoodie.compaction.payload.class", "payloadClass"))
+PAYLOAD_TYPE = option(
+    "hoodie.datasource.write.payload.type", None,
+    "Hudi's RecordPayloadType name of the payload class (OVERWRITE_LATEST_AVRO, HOODIE_AVRO_DEFAULT, "
+    "OVERWRITE_NON_DEF_LATEST_AVRO, PARTIAL_UPDATE_AVRO, EVENT_TIME_AVRO, AWS_DMS_AVRO, MYSQL_DEBEZIUM_AVRO, "
+    "POSTGRES_DEBEZIUM_AVRO); the payload class wins when both are set.",
+    lambda v: _parse_payload_type(v),
+    aliases=("hoodie.compaction.payload.type",))
+PAYLOAD_DELETE_FIELD = option(
+    "hoodie.payload.delete.field", None,
+    "DefaultHoodieRecordPayload: the field whose value hoodie.payload.delete.marker marks a record as a delete "
+    "(then _hoodie_is_deleted is not looked at, as in Hudi's DefaultHoodieRecordPayload.isDeleteRecord).")
+PAYLOAD_DELETE_MARKER = option(
+    "hoodie.payload.delete.marker", None,
+    "DefaultHoodieRecordPayload: the value (compared as text) of hoodie.payload.delete.field that marks a delete.")
 TIMELINE_TIMEZONE = option(
     "hoodie.table.timeline.timezone", "LOCAL",
     "Time zone of instant times: LOCAL or UTC.", choice("LOCAL", "UTC"))
@@ -231,9 +283,11 @@ TIMESTAMP_TIMEZONE = option(
 
 
 def _parse_payload(value: Any) -> str:
-    text = str(value).strip()
-    known = {OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD}
-    if text not in known:
-        raise Unimplemented(
-            f"payload class {text!r} is not implemented; use one of {', '.join(sorted(known))}")
-    return text
+    return canonical_payload(str(value))
+
+
+def _parse_payload_type(value: Any) -> str:
+    text = str(value).strip().upper()
+    if text not in PAYLOAD_OF_TYPE:
+        raise Unimplemented(f"payload type {text!r} is not implemented; use one of {', '.join(PAYLOAD_OF_TYPE)}")
+    return PAYLOAD_OF_TYPE[text]

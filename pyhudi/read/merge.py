@@ -8,15 +8,22 @@ This is what a merge-on-read snapshot query, and a compaction, compute for each 
    only if its instant is visible (a completed write, not newer than the query's instant) and
    no rollback command block targets it, so the blocks of failed or rolled-back writes never
    reach a reader.
-2. Among the log records of a key the one with the largest ordering value wins; equal values go
-   to the later record (Hudi's ``preCombine``).
-3. The log winner replaces the base record (``OverwriteWithLatestAvroPayload``); with
-   ``DefaultHoodieRecordPayload`` the base record stays when its ordering value is larger.
+2. The log records of a key are folded by the payload's ``preCombine``: the one with the largest
+   ordering value wins, equal values go to the later record (PartialUpdateAvroPayload merges their
+   fields instead); see :func:`pyhudi.read.payloads.precombine`.
+3. The log winner is merged with the base record by the payload's ``combineAndGetUpdateValue``
+   (:func:`pyhudi.read.payloads.merge_stored`): with ``OverwriteWithLatestAvroPayload`` it
+   replaces it, with ``DefaultHoodieRecordPayload`` the base record stays when its ordering value
+   is larger, and so on for each payload pyhudi implements.
 4. A delete removes every record of its key written before it (same or earlier block order),
    unless the delete carries a real ordering value and the record's is strictly larger; records
-   written after the delete survive it. Rows with ``_hoodie_is_deleted = true`` are deletes too.
+   written after the delete survive it (a delete's one ordering value is not compared with records
+   ordered by several fields, nor, where the payload deletes whatever the stored values
+   (:attr:`MergeSpec.delete_spares_larger_stored`), with the base record's). Records the payload
+   takes for deletes (``_hoodie_is_deleted = true``, AWS DMS ``Op = 'D'``, ...) delete the key as
+   they win.
 
-All steps are column-wise (one sort, one pass of adjacent comparisons); there is no per-row Python.
+All steps are column-wise (sorts, hash lookups, masks); there is no per-row Python.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.config import DEFAULT_PAYLOAD
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.io.keys import first_of_runs
@@ -42,10 +48,13 @@ from pyhudi.io.log_format import (
     read_blocks,
     unsupported_in_data_table,
 )
+from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, payload_deletes, precombine
 from pyhudi.storage import Storage
 
+__all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice", "log_state",
+           "scan_logs", "key_columns"]
+
 _POS = "_pyhudi_pos"
-_ROW = "_pyhudi_row"
 
 
 @dataclass(frozen=True)
@@ -74,24 +83,11 @@ class Visibility:
         return self.archived_before is not None and instant < self.archived_before
 
 
-@dataclass(frozen=True)
-class MergeSpec:
-    """How records of one key are reconciled (ordering field and payload semantics)."""
-
-    ordering_field: str | None
-    keep_larger_ordering: bool = False  # DefaultHoodieRecordPayload
-
-    @classmethod
-    def of(cls, ordering_field: str | None, payload_class: str | None) -> MergeSpec:
-        """The merge semantics of a payload class (Hudi's record payload names)."""
-        return cls(ordering_field, keep_larger_ordering=payload_class == DEFAULT_PAYLOAD)
-
-
 def key_columns(schema: pa.Schema, spec: MergeSpec | None) -> pa.Schema:
     """The columns of ``schema`` a merged read needs to know which keys are alive: record key,
     partition path, the ordering field and the delete flag (when the table has them)."""
     wanted = [RECORD_KEY, PARTITION_PATH]
-    for extra in ((spec.ordering_field if spec else None), IS_DELETED_FIELD):
+    for extra in (*(spec.key_columns() if spec else ()), IS_DELETED_FIELD):
         if extra and extra in schema.names and extra not in wanted:
             wanted.append(extra)
     return pa.schema([schema.field(n) for n in wanted if n in schema.names])
@@ -211,47 +207,56 @@ def _beaten(work: pa.Table, keys: pa.ChunkedArray, deletes: pa.Table, ordering: 
     return beaten
 
 
+def _log_records(scan: LogScan, schema: pa.Schema, deletes: pa.Table | None,
+                 spec: MergeSpec) -> pa.Table:
+    """The log records of a slice that no later delete block removes, folded to one per key by the
+    payload's ``preCombine`` in block order (rows in key order)."""
+    records = pa.concat_tables([t for _, t in scan.data]) if scan.data else schema.empty_table()
+    positions = np.concatenate([np.full(t.num_rows, pos, dtype=np.int64) for pos, t in scan.data]) \
+        if scan.data else np.zeros(0, dtype=np.int64)
+    rank = np.arange(records.num_rows, dtype=np.int64)  # blocks in order, rows in block order
+    if deletes is not None and records.num_rows:
+        ordering = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields \
+            else None
+        work = records.append_column(_POS, pa.array(positions))
+        alive = pc.invert(_beaten(work, records.column(RECORD_KEY), deletes, ordering))
+        records, rank = records.filter(alive), rank[alive.to_numpy(zero_copy_only=False)]
+    return precombine(records, spec, rank=rank)
+
+
 def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
                 spec: MergeSpec) -> tuple[pa.Table, MergeCounts]:
     """The records of a file slice after applying its log blocks; see the module docstring."""
     base_rows = 0 if base is None else base.num_rows
-    parts = []
-    if base is not None:
-        parts.append((-1, align(base, schema)))
-    parts.extend((pos, rows) for pos, rows in scan.data)
     deletes = _last_deletes(scan)
     if not scan.data and deletes is None:
         table = align(base, schema) if base is not None else schema.empty_table()
         return _drop_soft_deleted(table), MergeCounts(base_rows, scan.log_records, table.num_rows, 0, 0)
-    tables = [t for _, t in parts]
-    positions = np.concatenate([np.full(t.num_rows, pos, dtype=np.int64) for pos, t in parts]) \
-        if parts else np.zeros(0, dtype=np.int64)
-    combined = pa.concat_tables(tables) if tables else schema.empty_table()
-    n = combined.num_rows
-    work = combined.append_column(_POS, pa.array(positions)).append_column(
-        _ROW, pa.array(np.arange(n, dtype=np.int64)))
-    keys = combined.column(RECORD_KEY)
-    ordering = spec.ordering_field if spec.ordering_field in schema.names else None
-
-    if deletes is not None and n:
-        work = work.filter(pc.invert(_beaten(work, keys, deletes, ordering)))
-
-    is_log = pc.greater_equal(work.column(_POS), 0)
-    work = work.append_column("_pyhudi_is_log", is_log)
-    sort_keys = [(RECORD_KEY, "ascending")]
-    if spec.keep_larger_ordering and ordering is not None:
-        sort_keys += [(ordering, "descending"), ("_pyhudi_is_log", "descending")]
-    else:
-        sort_keys += [("_pyhudi_is_log", "descending")]
-        if ordering is not None:
-            sort_keys.append((ordering, "descending"))
-    sort_keys += [(_POS, "descending"), (_ROW, "descending")]
-    order = pc.sort_indices(work, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
-    ordered = work.take(order)
-    winners = ordered.filter(pa.array(first_of_runs(ordered.column(RECORD_KEY).combine_chunks())))
-    updated = int(pc.sum(winners.column("_pyhudi_is_log")).as_py() or 0)
-    out = winners.select(schema.names)
-    out = _drop_soft_deleted(out)
+    ordering = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
+    logged = _log_records(scan, schema, deletes, spec)
+    log_deletes = payload_deletes(logged, spec)
+    stored = align(base, schema) if base is not None else schema.empty_table()
+    if deletes is not None and stored.num_rows:
+        work = stored.append_column(_POS, pa.array(np.full(stored.num_rows, -1, dtype=np.int64)))
+        spared_by = ordering if spec.delete_spares_larger_stored else None
+        stored = stored.filter(pc.invert(_beaten(work, stored.column(RECORD_KEY), deletes, spared_by)))
+    at = pc.index_in(stored.column(RECORD_KEY), value_set=logged.column(RECORD_KEY).combine_chunks())
+    matched = at.is_valid().to_numpy(zero_copy_only=False)
+    log_idx = at.drop_null().to_numpy(zero_copy_only=False).astype(np.int64)
+    stored_idx = np.flatnonzero(matched)
+    merged, take = merge_stored(stored.take(pa.array(stored_idx)), logged.take(pa.array(log_idx)),
+                                pc.take(log_deletes, pa.array(log_idx)), spec)
+    unmatched_log = np.ones(logged.num_rows, dtype=bool)
+    unmatched_log[log_idx] = False
+    inserts = np.flatnonzero(unmatched_log & ~log_deletes.to_numpy(zero_copy_only=False))
+    out = pa.concat_tables([
+        stored.filter(pa.array(~matched)),
+        stored.take(pa.array(stored_idx[take == KEEP_STORED])),
+        merged.filter(pa.array(take == TAKE_INCOMING)),
+        logged.take(pa.array(inserts)),
+    ])
+    out = _drop_soft_deleted(out.take(pc.sort_indices(out.column(RECORD_KEY))))
+    updated = int(np.count_nonzero(take == TAKE_INCOMING)) + len(inserts)
     deleted = 0
     if base is not None and base_rows:
         deleted = base_rows - int(pc.sum(pc.is_in(base.column(RECORD_KEY), value_set=out.column(RECORD_KEY)))
@@ -299,29 +304,26 @@ LOG_DELETED = "_pyhudi_log_deleted"  # the log deletes the key after any base re
 LOG_DELETE_ORDER = "_pyhudi_log_delete_order"  # that delete's real ordering value (null: none)
 
 
+#: the winning log record is one the payload takes for a delete (:func:`payload_deletes`)
+LOG_PAYLOAD_DELETE = "_pyhudi_log_payload_delete"
+
+
 def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
     """What a slice's log blocks say of every key they hold, for a merge with the base file done
     elsewhere (a Spark join, see :mod:`pyhudi.spark.merged`); the same rules as :func:`merge_slice`.
 
-    One row per key: the winning log record (the record columns; null with ``LOG_RECORD`` false when
-    the log's own deletes removed every record of the key), whether the log deletes the key after
-    any base record (``LOG_DELETED``) and that delete's ordering value when it has a real one
-    (``LOG_DELETE_ORDER``). A base record then survives the delete only if its ordering value is
-    larger, and competes with the log record as in :func:`merge_slice`.
+    One row per key: the winning log record (the record columns, folded by the payload's
+    ``preCombine``; null with ``LOG_RECORD`` false when the log's own deletes removed every record
+    of the key), whether the log deletes the key after any base record (``LOG_DELETED``), that
+    delete's ordering value when it has a real one (``LOG_DELETE_ORDER``) and whether the winning
+    record is one the payload takes for a delete (``LOG_PAYLOAD_DELETE``). A base record then
+    survives the delete only if its ordering value is larger, and is merged with the log record by
+    :func:`pyhudi.read.payloads.merge_stored`.
     """
-    ordering = spec.ordering_field if spec.ordering_field in schema.names else None
+    ordering = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
     deletes = _last_deletes(scan)
-    records = pa.concat_tables([t for _, t in scan.data]) if scan.data else schema.empty_table()
-    positions = np.concatenate([np.full(t.num_rows, pos, dtype=np.int64) for pos, t in scan.data]) \
-        if scan.data else np.zeros(0, dtype=np.int64)
-    work = records.append_column(_POS, pa.array(positions)).append_column(
-        _ROW, pa.array(np.arange(records.num_rows, dtype=np.int64)))
-    if deletes is not None and work.num_rows:
-        work = work.filter(pc.invert(_beaten(work, work.column(RECORD_KEY), deletes, ordering)))
-    sort_keys = [(RECORD_KEY, "ascending")] + ([(ordering, "descending")] if ordering else []) + \
-        [(_POS, "descending"), (_ROW, "descending")]
-    ordered = work.take(pc.sort_indices(work, sort_keys=[(n, o, "at_end") for n, o in sort_keys]))
-    winners = ordered.filter(pa.array(first_of_runs(ordered.column(RECORD_KEY).combine_chunks()))).select(schema.names)
+    winners = _log_records(scan, schema, deletes, spec).select(schema.names)
+    payload_deleted = payload_deletes(winners, spec)
     winners = winners.append_column(LOG_RECORD, pa.repeat(pa.scalar(True), winners.num_rows))
     if deletes is not None:
         only_deleted = deletes.filter(pc.invert(pc.is_in(deletes.column("record_key"),
@@ -329,6 +331,7 @@ def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
         empty = align(pa.table({RECORD_KEY: only_deleted.column("record_key").cast(pa.string())}), schema)
         winners = pa.concat_tables([winners, empty.append_column(
             LOG_RECORD, pa.repeat(pa.scalar(False), empty.num_rows))])
+        payload_deleted = pa.concat_arrays([payload_deleted, pa.array(np.zeros(empty.num_rows, dtype=bool))])
     keys = winners.column(RECORD_KEY)
     deleted = pa.repeat(pa.scalar(False), winners.num_rows)
     order_type = schema.field(ordering).type if ordering else pa.string()
@@ -336,8 +339,11 @@ def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
     if deletes is not None and winners.num_rows:
         at = pc.index_in(keys, value_set=deletes.column("record_key"))
         deleted = pc.is_valid(at)
-        cast = _delete_ordering(deletes.column("ordering_value"), order_type) if ordering else None
+        # (no ordering value where the payload lets a delete win over a larger base record)
+        cast = _delete_ordering(deletes.column("ordering_value"), order_type) \
+            if ordering and spec.delete_spares_larger_stored else None
         if cast is not None:
             real = pc.if_else(pc.invert(deletes.column("ordering_is_default")), cast, pa.nulls(len(cast), order_type))
             delete_order = pc.take(real, at)
-    return winners.append_column(LOG_DELETED, deleted).append_column(LOG_DELETE_ORDER, delete_order)
+    return winners.append_column(LOG_DELETED, deleted).append_column(LOG_DELETE_ORDER, delete_order) \
+        .append_column(LOG_PAYLOAD_DELETE, payload_deleted)

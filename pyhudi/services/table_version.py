@@ -102,6 +102,18 @@ def _check(table: HudiTable, to_version: int) -> None:
                       "encodes as field:value", "Keep the table at version 8 or below")
 
 
+def _check_payload_version(payload: str, version: int) -> None:
+    """Table versions 8 and 9 record a payload other than the two of the merge modes in ways of
+    their own (version 8: the CUSTOM mode with the payload-based merger; version 9: the legacy
+    payload class with the partial-update mode and merge properties Hudi 1.1 derives from it), which
+    pyhudi reads but does not write: such a table is written at version 6."""
+    if payload not in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
+        raise HudiUnsupportedError(
+            f"pyhudi writes tables whose payload class is {payload.rsplit('.', 1)[1]} at table version 6 only (it "
+            f"reads them at versions 8 and 9), not {version}: set hoodie.write.table.version=6, or use Apache Hudi "
+            "to create or upgrade the table")
+
+
 def property_changes(props: Mapping[str, str], from_version: int, to_version: int, *,
                      partition_path_field: str | None = None) -> dict[str, str | None]:
     """The ``hoodie.properties`` changes of moving a table from one version to another (None:
@@ -125,6 +137,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
     while version != to_version:
         if version == 6 and to_version > 6:  # SevenToEightUpgradeHandler
             payload = current.get(P.PAYLOAD_CLASS) or DEFAULT_PAYLOAD
+            _check_payload_version(payload, to_version)
             mor_ordered = current.get(P.TYPE) == P.MERGE_ON_READ and current.get(P.PRECOMBINE_FIELD)
             mode = EVENT_TIME if payload == DEFAULT_PAYLOAD or mor_ordered else COMMIT_TIME
             put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
@@ -190,6 +203,7 @@ def creation_properties(props: Mapping[str, str], version: int, *, merge_mode: s
     out = dict(props)
     if version not in (8, 9):
         return out
+    _check_payload_version(out.get(P.PAYLOAD_CLASS) or OVERWRITE_PAYLOAD, version)
     ordering = out.pop(P.PRECOMBINE_FIELD, None)
     mode = merge_mode or (EVENT_TIME if ordering else COMMIT_TIME)
     out.pop(P.PAYLOAD_CLASS, None)

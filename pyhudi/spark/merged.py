@@ -24,6 +24,7 @@ from pyhudi.io.base_file import align
 from pyhudi.read.merge import (
     LOG_DELETE_ORDER,
     LOG_DELETED,
+    LOG_PAYLOAD_DELETE,
     LOG_RECORD,
     MergeSpec,
     SliceToRead,
@@ -32,6 +33,7 @@ from pyhudi.read.merge import (
     read_slice,
     scan_logs,
 )
+from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
 from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import select_exprs
@@ -117,11 +119,12 @@ def with_file_id(df: DataFrame, *, names: bool = False) -> DataFrame:
 def log_side_schema(target: pa.Schema, spec: MergeSpec) -> pa.Schema:
     """Columns of the log side: the record columns prefixed, the file id, :func:`log_state`'s flags
     and where the base file holds the key."""
-    order = spec.ordering_field if spec.ordering_field in target.names else None
+    order = spec.ordering_field if spec.ordering_field in target.names and not spec.more_ordering_fields else None
     return pa.schema([pa.field(LOG_PREFIX + f.name, f.type) for f in target] + [
         pa.field(LOG_FILE_ID, pa.string()), pa.field(LOG_RECORD, pa.bool_()), pa.field(LOG_DELETED, pa.bool_()),
         pa.field(LOG_DELETE_ORDER, target.field(order).type if order else pa.string()),
-        pa.field(LOG_BASE_SIZE, pa.int64()), pa.field(LOG_BASE_ROW, pa.int64())])
+        pa.field(LOG_BASE_SIZE, pa.int64()), pa.field(LOG_BASE_ROW, pa.int64()),
+        pa.field(LOG_PAYLOAD_DELETE, pa.bool_())])
 
 
 def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | None, base_size: int | None,
@@ -140,7 +143,8 @@ def log_side_rows(state: pa.Table, file_id: str, stored_keys: pa.ChunkedArray | 
     columns = list(records.columns) + [
         pa.repeat(pa.scalar(file_id, pa.string()), n), state.column(LOG_RECORD), state.column(LOG_DELETED),
         state.column(LOG_DELETE_ORDER).cast(out.field(LOG_DELETE_ORDER).type),
-        pa.repeat(pa.scalar(base_size, pa.int64()), n), pa.array(first, mask=first < 0)]
+        pa.repeat(pa.scalar(base_size, pa.int64()), n), pa.array(first, mask=first < 0),
+        state.column(LOG_PAYLOAD_DELETE)]
     return pa.Table.from_arrays(columns, schema=out)
 
 
@@ -220,7 +224,8 @@ def join_logs(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpe
 
 def new_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """The log records of keys the base files do not hold, with the record columns unprefixed."""
-    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL"),
+    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL "
+                                   f"AND NOT {LOG_PAYLOAD_DELETE}"),
                         [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
 
 
@@ -246,15 +251,67 @@ def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: Mer
 def log_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """Every surviving log record, unprefixed: with ``OverwriteWithLatestAvroPayload`` each one is
     in the result, over the base record of its key if there is one."""
-    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false)"),
+    return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND NOT {LOG_PAYLOAD_DELETE}"),
                         [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
 
 
 def filters_reach_base_files(spec: MergeSpec) -> bool:
     """Whether a filter on a merged slice may be applied to its base file alone (and its statistics
-    used to skip it): true unless the base record's ordering value decides between it and the log
-    record (``DefaultHoodieRecordPayload``)."""
-    return not spec.keep_larger_ordering
+    used to skip it): true where a log record replaces or deletes the base record whatever their
+    values (OverwriteWithLatestAvroPayload, AWSDmsAvroPayload); not where the base record's values
+    decide between it and the log record, or fill the log record's fields."""
+    return spec.incoming_always_wins
+
+
+def _sql_merge(spec: MergeSpec) -> bool:
+    """Whether :func:`join_logs` merges by one SQL expression per column: DefaultHoodieRecordPayload
+    (one ordering field, no delete marker); other payloads are merged by :func:`join_logs_arrow`."""
+    return spec.keep_larger_ordering and not spec.more_ordering_fields and not spec.delete_field
+
+
+def join_logs_arrow(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
+                    broadcast: bool = True) -> DataFrame:
+    """Base rows merged with the log side by the payload's ``combineAndGetUpdateValue``, for the
+    payloads whose merge is more than a choice of one row by ordering value (partial updates,
+    Debezium orderings, deletes that ignore the ordering value): Spark joins the rows as
+    :func:`join_logs` does, and each task merges its joined rows with
+    :func:`pyhudi.read.payloads.merge_stored`, the function compaction and copy-on-write writes use
+    (column-wise, pyarrow). A base record a log delete removes gives way to the log record written
+    after the delete, if any, which is then an insert."""
+    order = spec.ordering_field if spec.ordering_field in names and not spec.more_ordering_fields else None
+    logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
+    right = F.broadcast(logs) if broadcast else logs
+    joined = base.alias("b").join(right, _same_row(base), "left")
+    beaten = f"coalesce({LOG_DELETED}, false)"
+    if order is not None:
+        beaten += f" AND NOT coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)"
+    joined = select_exprs(joined, [f"b.{_q(n)} AS {_q(n)}" for n in names] + [_q(LOG_PREFIX + n) for n in names]
+                          + [f"coalesce({LOG_RECORD}, false) AS {LOG_RECORD}", f"{beaten} AS {LOG_DELETED}",
+                             f"coalesce({LOG_PAYLOAD_DELETE}, false) AS {LOG_PAYLOAD_DELETE}"])
+    out_type = base.select(*[F.col(_q(n)) for n in names]).schema
+    prefixed = [LOG_PREFIX + n for n in names]
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            table = pa.Table.from_batches([batch])
+            stored = table.select(names)
+            logged = pa.Table.from_arrays(list(table.select(prefixed).columns), names=names)
+            has_log = table.column(LOG_RECORD).to_numpy(zero_copy_only=False).astype(bool)
+            beaten_np = table.column(LOG_DELETED).to_numpy(zero_copy_only=False).astype(bool)
+            log_delete = table.column(LOG_PAYLOAD_DELETE).to_numpy(zero_copy_only=False).astype(bool)
+            both = np.flatnonzero(has_log & ~beaten_np)
+            merged, take = merge_stored(stored.take(pa.array(both)), logged.take(pa.array(both)),
+                                        pa.array(log_delete[both]), spec)
+            base_only = np.flatnonzero(~has_log & ~beaten_np)
+            log_only = np.flatnonzero(has_log & beaten_np & ~log_delete)
+            parts = [stored.take(pa.array(np.sort(np.concatenate([base_only, both[take == KEEP_STORED]])))),
+                     merged.filter(pa.array(take == TAKE_INCOMING)).cast(stored.schema),
+                     logged.take(pa.array(log_only)).cast(stored.schema)]
+            yield from pa.concat_tables(parts).to_batches()
+
+    return map_in_arrow(joined, body, out_type)
 
 
 def merged_records(base: DataFrame | None, logs: DataFrame, names: list[str], spec: MergeSpec, *,
@@ -264,7 +321,8 @@ def merged_records(base: DataFrame | None, logs: DataFrame, names: list[str], sp
         parts = [] if base is None else [surviving_base(base, logs, names, spec, broadcast=broadcast)]
         parts.append(log_records(logs, names))
     else:
-        parts = [] if base is None else [join_logs(base, logs, names, spec, broadcast=broadcast)]
+        join = join_logs if _sql_merge(spec) else join_logs_arrow
+        parts = [] if base is None else [join(base, logs, names, spec, broadcast=broadcast)]
         parts.append(new_records(logs, names))
     out = parts[0]
     for p in parts[1:]:

@@ -3,15 +3,26 @@ one record per key where the options ask duplicates to be combined."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
+from pyhudi.config.table import (
+    AWS_DMS_PAYLOAD,
+    MYSQL_DEBEZIUM_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
+from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, precombine
 from pyhudi.spark.keygen import with_keys, with_required_ordering
 from pyhudi.spark.routing import coalesced, spark_parallelism
 from pyhudi.spark.state import WriteState
+from pyhudi.spark.worker import map_in_arrow
 from pyhudi.write.columns import ARRIVAL, IS_DELETE
 
 
@@ -38,38 +49,89 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     """
     data = coalesced(data, spark_parallelism(data))
     keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH, instant=state.instant)
-    if operation == "delete":
-        flag: Column = F.lit(True)
-    elif state.is_deleted_column:
-        flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
-    else:
-        flag = F.lit(False)
+    spec = state.merge_spec()
+    flag = F.lit(True) if operation == "delete" else payload_delete_flag(keyed, spec)
     if operation != "delete" and IS_DELETE in keyed.columns:  # rows a statement of pyhudi.spark.dml deletes
         flag = flag | F.coalesce(F.col(IS_DELETE).cast("boolean"), F.lit(False))
     keyed = keyed.withColumn(IS_DELETE, flag)
     ordering_field = state.ordering_field
-    if ordering_field and ordering_field in keyed.columns:
-        if operation == "delete":  # Hudi's delete removes the key whatever its stored ordering value
-            keyed = keyed.withColumn(ordering_field, F.lit(None).cast(keyed.schema[ordering_field].dataType))
-        else:
-            keyed = with_required_ordering(keyed, ordering_field)
+    if operation == "delete":  # Hudi's delete (an empty payload) removes the key whatever its stored values
+        for name in dict.fromkeys([ordering_field or "", *spec.stored_order_fields()]):
+            if name and name in keyed.columns:
+                keyed = keyed.withColumn(name, F.lit(None).cast(keyed.schema[name].dataType))
+    elif ordering_field and ordering_field in keyed.columns:
+        keyed = with_required_ordering(keyed, ordering_field)
     if combine_in_spark and combines(state.cfg, operation):
         keyed = deduplicate(state, keyed, operation)
     return keyed
 
 
+def payload_delete_flag(df: DataFrame, spec: MergeSpec) -> Column:
+    """Whether each incoming row is a delete by the payload's rule, as a Spark expression (the same
+    rule as :func:`pyhudi.read.payloads.payload_deletes`): the delete field/marker of
+    DefaultHoodieRecordPayload when set, else ``_hoodie_is_deleted``; AWS DMS ``Op = 'D'``,
+    Debezium ``_change_operation_type = 'd'``. Such rows are written as deletes, as Hudi's
+    ``HoodieAppendHandle`` does (a delete block in a log file; nothing in a new base file)."""
+    flag: Column = F.lit(False)
+    if spec.delete_field:
+        if spec.delete_field in df.columns:
+            flag = F.coalesce(F.col(f"`{spec.delete_field}`").cast("string") == F.lit(spec.delete_marker), F.lit(False))
+        return flag
+    if IS_DELETED_FIELD in df.columns:
+        flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
+    op = DMS_OP_FIELD if spec.payload == AWS_DMS_PAYLOAD else \
+        DEBEZIUM_OP_FIELD if spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) else None
+    if op and op in df.columns:
+        letter = "d" if op == DEBEZIUM_OP_FIELD else "D"
+        flag = flag | F.coalesce(F.lower(F.col(f"`{op}`").cast("string")) == F.lit(letter.lower()), F.lit(False))
+    return flag
+
+
 def deduplicate(state: WriteState, keyed: DataFrame, operation: str) -> DataFrame:
-    """Keep one record per key: the one with the largest ordering value, the later arrival
-    among equal ones (Hudi's preCombine); a null ordering value (deletes may have one) loses."""
+    """Keep one record per key, folded by the payload's ``preCombine``
+    (:func:`pyhudi.read.payloads.precombine`): the one with the largest ordering value, the later
+    arrival among equal ones; a null ordering value (deletes may have one) loses. With
+    PartialUpdateAvroPayload the versions' fields are merged, folded in arrival order."""
     keys = [RECORD_KEY] if state.is_global else [RECORD_KEY, PARTITION_PATH]
     cols = keyed.columns
+    spec = state.merge_spec()
     keyed = keyed.withColumn(ARRIVAL, F.monotonically_increasing_id())  # input order, before any shuffle
     n = parallelism(state.cfg, operation)
+    if spec.payload == PARTIAL_UPDATE_PAYLOAD:
+        return _fold_partial_updates(keyed, keys, spec, cols, n)
     if n > 0:
         keyed = keyed.repartition(n, *keys)
-    rank = F.col(ARRIVAL)
-    if state.ordering_field in cols:
-        ordering = F.col(f"`{state.ordering_field}`")
-        rank = F.struct(ordering.isNotNull(), ordering, rank)  # never null, so max_by keeps a row
+    ranks: list[Column] = []
+    for name in spec.ordering_in(cols):
+        ordering = F.col(f"`{name}`")
+        ranks += [ordering.isNotNull(), ordering]
+    rank = F.struct(*ranks, F.col(ARRIVAL))  # never null, so max_by keeps a row
     best = F.max_by(F.struct(*[F.col(f"`{c}`") for c in cols]), rank)
     return keyed.groupBy(*keys).agg(best.alias("_pyhudi_row")).select("_pyhudi_row.*")
+
+
+#: the record's identity while PartialUpdateAvroPayload versions are folded (key, or key and partition)
+_GROUP = "_pyhudi_group"
+
+
+def _fold_partial_updates(keyed: DataFrame, keys: list[str], spec: MergeSpec, cols: list[str], n: int) -> DataFrame:
+    """PartialUpdateAvroPayload's ``preCombine`` folded in arrival order: a fold that no aggregate
+    expresses (each step merges fields by which of two versions has the larger ordering value, so
+    a field an early version filled in stays before a later, smaller one). The versions of each
+    record meet in one task, sorted by arrival, and :func:`pyhudi.read.payloads.precombine` folds
+    them there, column-wise, as the write handles do."""
+    group = F.concat_ws("\u0000", *[F.col(k) for k in keys]) if len(keys) > 1 else F.col(keys[0])
+    keyed = keyed.withColumn(_GROUP, group)
+    spread = keyed.repartition(n, _GROUP) if n > 0 else keyed.repartition(_GROUP)
+    ordered = spread.sortWithinPartitions(_GROUP, ARRIVAL)
+    out_schema = ordered.schema
+
+    def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = [b for b in batches if b.num_rows]
+        if not rows:
+            return
+        table = pa.Table.from_batches(rows)
+        rank = table.column(ARRIVAL).to_numpy()
+        yield from precombine(table, spec, rank=rank, delete_flag=IS_DELETE, key=_GROUP).to_batches()
+
+    return map_in_arrow(ordered, body, out_schema).select(*[F.col(f"`{c}`") for c in cols])

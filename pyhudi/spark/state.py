@@ -61,7 +61,11 @@ class WriteState:
         return commit_action_for(self.table.table_type)
 
     def merge_spec(self) -> MergeSpec:
-        return MergeSpec.of(self.ordering_field, self.cfg.get(C.PAYLOAD_CLASS))
+        """How this write's records merge: the payload class, the ordering field(s) and the delete
+        field/marker of the options (built once, shipped to the executors in :meth:`context`)."""
+        return MergeSpec.of(self.ordering_field, self.cfg.get(C.PAYLOAD_CLASS),
+                            delete_field=self.cfg.get(C.PAYLOAD_DELETE_FIELD),
+                            delete_marker=self.cfg.get(C.PAYLOAD_DELETE_MARKER))
 
     def phase(self, name: str, started: float) -> float:
         """Record the seconds since ``started`` as phase ``name``; the time now, to start the next."""
@@ -89,7 +93,7 @@ class WriteState:
             storage=self.table.storage, instant_time=self.instant, settings=settings,
             storage_schema_ipc=file_schema.serialize().to_pybytes(),
             precombine_field=self.ordering_field,
-            keep_larger_ordering=self.merge_spec().keep_larger_ordering,
+            keep_larger_ordering=self.merge_spec().keep_larger_ordering, merge_spec=self.merge_spec(),
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
             append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,

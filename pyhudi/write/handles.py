@@ -25,9 +25,10 @@ from pyhudi.io.avro_schema import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECOR
 from pyhudi.io.base_file import BaseFileWriter, align, read_base_file
 from pyhudi.io.file_names import base_file_name, file_id, relative_path
 from pyhudi.io.keys import first_of_runs, keys_ascending
+from pyhudi.read.payloads import DELETE, KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, precombine
 from pyhudi.storage import Storage
 from pyhudi.write.append import append_handle
-from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE
+from pyhudi.write.columns import BUCKET, IS_DELETE
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
 from pyhudi.write.rows import seqnos, stats_batch, stats_row_of, storage_schema_of, to_storage_rows
@@ -73,29 +74,40 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     pos = pc.index_in(old.column(RECORD_KEY), value_set=inc_keys)
     matched = pos.is_valid()
     pos_filled = pc.fill_null(pos, 0)
-    del_at_old = pc.and_(matched, pc.take(is_delete, pos_filled))
-    keep_old = pc.invert(matched)
-    field = ctx.precombine_field
-    if ctx.keep_larger_ordering and field and field in old.column_names and field in rows.column_names:
-        stored = old.column(field)
-        incoming = pc.take(rows.column(field).cast(stored.type), pos_filled)
-        larger = pc.fill_null(pc.greater(stored, incoming), False)
-        keep_old = pc.or_(keep_old, pc.and_(matched, larger))
-    replaced = pc.and_(pc.invert(keep_old), pc.invert(del_at_old))
-    dropped = pc.and_(pc.invert(keep_old), del_at_old)
+    # the payload decides per matched stored record: keep it, take the incoming one (merged with
+    # it where the payload merges fields), or delete the key (pyhudi.read.payloads.merge_stored)
     old_idx = np.arange(n_old, dtype=np.int64)
     pos_np = pos_filled.to_numpy(zero_copy_only=False).astype(np.int64)
-    take_idx = np.where(replaced.to_numpy(zero_copy_only=False), n_old + pos_np, old_idx)
-    take_idx = take_idx[~dropped.to_numpy(zero_copy_only=False)]
+    matched_np = matched.to_numpy(zero_copy_only=False)
+    name = base_file_name(bucket.file_id_prefix, task.token, ctx.instant_time)
+    new_rows = to_storage_rows(rows, schema, ctx, name, task, 0)
+    at_incoming = pos_np[matched_np]
+    spec = ctx.merge()
+    # a payload that picks one record compares only its ordering and delete columns
+    compared = None if spec.is_partial else [c for c in spec.key_columns() if c in new_rows.column_names]
+    stored_side, incoming_side = old.filter(matched), new_rows.take(pa.array(at_incoming))
+    if compared is not None:
+        stored_side, incoming_side = stored_side.select(compared), incoming_side.select(compared)
+    merged, choice = merge_stored(stored_side, incoming_side, pc.take(is_delete, pa.array(at_incoming)), spec)
+    decision = np.full(n_old, KEEP_STORED, dtype=np.int8)
+    decision[matched_np] = choice
+    replaced = pa.array(decision == TAKE_INCOMING)
+    dropped = pa.array(decision == DELETE)
+    if compared is None:  # a replaced record comes from the merged rows (after the stored and incoming rows)
+        incoming_at = np.full(n_old, -1, dtype=np.int64)
+        incoming_at[np.flatnonzero(matched_np)] = new_rows.num_rows + np.arange(len(at_incoming), dtype=np.int64)
+        extra = [merged]
+    else:  # ... or is the incoming record
+        incoming_at, extra = pos_np, []
+    take_idx = np.where(decision == TAKE_INCOMING, n_old + incoming_at, old_idx)
+    take_idx = take_idx[decision != DELETE]
     # incoming keys no stored record has: hash the matched stored keys (few), not the whole file
     stored_matched = old.column(RECORD_KEY).filter(matched)
     inserts_mask = pc.and_(pc.invert(pc.is_in(inc_keys, value_set=stored_matched.combine_chunks())),
                            pc.invert(is_delete))
     insert_idx = n_old + np.nonzero(inserts_mask.to_numpy(zero_copy_only=False))[0].astype(np.int64)
     order = np.concatenate([take_idx, insert_idx])
-    name = base_file_name(bucket.file_id_prefix, task.token, ctx.instant_time)
-    new_rows = to_storage_rows(rows, schema, ctx, name, task, 0)
-    combined = pa.concat_tables([old, new_rows]).take(pa.array(order))
+    combined = pa.concat_tables([old, new_rows, *extra]).take(pa.array(order))
     from_incoming = pa.array(order >= n_old)
     if ctx.settings.populate_meta_fields:
         fresh = seqnos(ctx.instant_time, task.partition_id, first_position, len(order))
@@ -112,14 +124,17 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
                       inserts=len(insert_idx), started=started)
 
 
-def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
-    """One row per record key: the one with the largest ordering value (Hudi's preCombine).
+def combine(rows: pa.Table, merge: MergeSpec | str | None) -> pa.Table:
+    """One row per record key: the versions of each key folded by the payload's ``preCombine``
+    (:func:`pyhudi.read.payloads.precombine`; ``merge`` may be just the ordering field, for
+    OverwriteWithLatestAvroPayload): the one with the largest ordering value, the later among
+    equal ones, or for PartialUpdateAvroPayload their fields merged.
 
-    Rows whose ordering value is null lose to any non-null one; among equal values the later row
-    wins, as in Hudi. Rows come back in record-key order (unless they arrived in it, or there are
-    fewer than two):
-    sorting by key alone is cheap, and only keys seen twice need the ordering value compared.
+    Rows whose ordering value is null lose to any non-null one. Rows come back in record-key order
+    (unless they arrived in it, or there are fewer than two): sorting by key alone is cheap, and
+    only keys seen twice need the ordering value compared.
     """
+    spec = merge if isinstance(merge, MergeSpec) else MergeSpec(merge)
     keys = rows.column(RECORD_KEY)
     if rows.num_rows < 2 or keys_ascending(keys):
         return rows
@@ -127,14 +142,7 @@ def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
     first = first_of_runs(pc.take(keys, order).combine_chunks())
     if first.all():
         return rows.take(order)
-    sort_keys = [(RECORD_KEY, "ascending")]
-    if ordering_field and ordering_field in rows.column_names:
-        sort_keys.append((ordering_field, "descending"))
-    sort_keys.append((ARRIVAL, "descending"))
-    ranked = rows.append_column(ARRIVAL, pa.array(np.arange(rows.num_rows, dtype=np.int64)))
-    order = pc.sort_indices(ranked, sort_keys=[(name, order, "at_end") for name, order in sort_keys])
-    first = first_of_runs(pc.take(keys, order).combine_chunks())
-    return rows.take(order.filter(pa.array(first)))
+    return precombine(rows, spec, delete_flag=IS_DELETE)
 
 
 def sorted_by_key(rows: pa.Table) -> pa.Table:
@@ -185,7 +193,7 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
     for chunk in group_indices(ids):
         rows = table.take(pa.array(chunk))
         if ctx.combine_in_handles:
-            rows = combine(rows, ctx.precombine_field)
+            rows = combine(rows, ctx.merge())
         stats = run_handle(storage, ctx, schema, buckets[int(ids[chunk[0]])], rows, task)
         if stats is not None:
             yield stats_batch(stats)

@@ -14,8 +14,10 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.io.file_names import new_file_id_prefix
+from pyhudi.read.payloads import MergeSpec
 from pyhudi.storage import Storage
 from pyhudi.table.fs_view import FileSystemView
 
@@ -96,6 +98,16 @@ class WriteContext:
     stats_columns: tuple[str, ...] = ()  # hoodie.metadata.index.column.stats.column.list (empty: all)
     # clustering: rows keep the _hoodie_commit_time and _hoodie_commit_seqno they carry
     preserve_commit_metadata: bool = False
+    # how incoming records merge with each other and with stored ones (payload, ordering, deletes);
+    # None: by precombine_field and keep_larger_ordering alone
+    merge_spec: MergeSpec | None = None
+
+    def merge(self) -> MergeSpec:
+        """The merge of this write's records (:mod:`pyhudi.read.payloads`)."""
+        if self.merge_spec is not None:
+            return self.merge_spec
+        return MergeSpec(self.precombine_field, keep_larger_ordering=self.keep_larger_ordering,
+                         payload=DEFAULT_PAYLOAD if self.keep_larger_ordering else OVERWRITE_PAYLOAD)
 
 
 @dataclass
