@@ -27,6 +27,7 @@ from pyhudi.io.file_names import base_file_name, file_id, relative_path
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
 from pyhudi.write.append import append_handle
+from pyhudi.write.cdc import encode_cdc_stats, merge_changes, write_changes
 from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
@@ -106,10 +107,19 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, MERGE)
     writer.write(combined)
     written = writer.close()
-    return stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
-                      io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
-                      updates=int(pc.sum(replaced).as_py() or 0),
-                      inserts=len(insert_idx), started=started)
+    stats = stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
+                         io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
+                         updates=int(pc.sum(replaced).as_py() or 0),
+                         inserts=len(insert_idx), started=started)
+    if ctx.cdc_mode is not None:
+        replaced_np = replaced.to_numpy(zero_copy_only=False)
+        kept_np = ~dropped.to_numpy(zero_copy_only=False)
+        # a stored row that stays sits at its rank among the kept rows in the new file
+        at_new = np.cumsum(kept_np) - 1
+        changes = merge_changes(old, replaced_np, dropped.to_numpy(zero_copy_only=False), combined,
+                                at_new[replaced_np], np.arange(len(take_idx), len(order), dtype=np.int64))
+        stats["cdc_stats"] = encode_cdc_stats(write_changes(storage, ctx, bucket, task, changes))
+    return stats
 
 
 def combine(rows: pa.Table, ordering_field: str | None) -> pa.Table:
