@@ -96,7 +96,8 @@ def test_a_merge_logs_exactly_the_changes_it_made(tmp_path_factory, stored, chan
     are the table records without meta fields (``HoodieCDCLogger.removeCommitMetadata``)."""
     tmp = tmp_path_factory.mktemp("h")
     storage, ctx, schema = _context(tmp, mode, keep_larger)
-    old = [{"id": k, "p": "a", "ts": ts, "v": v, "payload": json.dumps({"k": k})} for k, (ts, v) in sorted(stored.items())]
+    old = [{"id": k, "p": "a", "ts": ts, "v": v, "payload": json.dumps({"k": k})}
+           for k, (ts, v) in sorted(stored.items())]
     first = dataclasses.replace(ctx, instant_time="20240101000000000", cdc_mode=None)
     made = create_handle(storage, first, schema, WriteBucket(0, INSERT, "a", "fg"), _incoming(old), TaskInfo(0, 1, 0))
     assert made is not None and "cdc_stats" not in made  # HoodieCreateHandle logs nothing

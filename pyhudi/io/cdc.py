@@ -257,7 +257,8 @@ def cdc_blocks(changes: Changes, mode: LoggingMode | str, writer_schema: str | d
     (``hoodie.logfile.data.block.max.size``, ``HoodieCDCLogger.flushIfNeeded``)."""
     mode = LoggingMode.of(mode)
     schema = cdc_avro_schema(mode, writer_schema)
-    header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: json.dumps(schema, separators=(",", ":"))}
+    header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant,
+                              HeaderKey.SCHEMA: json.dumps(schema, separators=(",", ":"))}
     datums = _record_datums(changes, mode, instant, schema) if len(changes) else pa.array([], pa.large_binary())
     n = len(datums)
     sizes = pc.binary_length(datums).to_numpy(zero_copy_only=False).astype(np.int64) + 4 if n else np.zeros(0)

@@ -18,7 +18,6 @@ started before a compaction was planned but completed after it extends the compa
 from __future__ import annotations
 
 import dataclasses
-
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field

@@ -127,8 +127,8 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
                       io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows, updates=live.num_rows,
                       inserts=0, file_size=offset + len(payload), started=started, min_key=None, max_key=None)
     stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
-                 base_file="" if target.per_instant and not cdc else target.base_file_name, log_files="\n".join(log_files),
-                 log_blocks=len(blocks))
+                 base_file="" if target.per_instant and not cdc else target.base_file_name,
+                 log_files="\n".join(log_files), log_blocks=len(blocks))
     if ctx.log_column_stats and live.num_rows:
         stats["column_stats"] = column_stats.encode(column_stats.table_records(
             bucket.partition_path, name, records, columns=ctx.stats_columns or None))
