@@ -347,3 +347,28 @@ def test_a_write_cannot_ask_for_change_data_the_table_does_not_log(spark, tmp_pa
         pyhudi.write(spark.createDataFrame([_row("a", "p", 2, "x")], DDL), str(tmp_path / "u"),
                      {**OPTS, "hoodie.table.cdc.supplemental.logging.mode": "all_of_it"})
     assert np.array_equal(np.sort(np.array([r["ts"] for r in hudi_rs_rows(path)])), np.array([1]))
+
+
+def test_compaction_logs_its_changes_where_the_index_writes_inserts_to_logs(spark, tmp_path):
+    """``HoodieMergeHandleFactory.create`` (compactor path): with CDC on and an index that yields pure
+    log files (BUCKET, ``HoodieWriteConfig.isYieldingPureLogForMor``) the compaction merge is a
+    ``HoodieMergeHandleWithChangeLog``: its commit names a change data file of the slice's changes."""
+    path = str(tmp_path / "t")
+    opts = {**OPTS, "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.index.type": "BUCKET",
+            "hoodie.bucket.index.num.buckets": "1"}
+    pyhudi.write(spark.createDataFrame([_row("a", "p", 1, "x"), _row("b", "p", 1, "y")], DDL), path, opts)
+    df = spark.createDataFrame([(*_row("a", "p", 2, "x2"), False), (*_row("c", "p", 1, "z"), False),
+                                (*_row("b", "p", 5, ""), True)], DDL + ", _hoodie_is_deleted boolean")
+    second = pyhudi.write(df, path, opts)
+    assert all(s.logVersion is not None and not s.cdcStats for s in second.write_stats)  # LOG_FILE: inferred
+    (instant,) = pyhudi.compact(spark, path, opts)
+    meta = pyhudi.HudiTable(path).timeline.commit_metadata(
+        next(i for i in pyhudi.HudiTable(path).timeline.completed_writes() if i.timestamp == instant))
+    compacted = type("R", (), {"write_stats": meta.write_stats(), "instant_time": instant})()
+    assert _changes_of(path, compacted) == [
+        ("u", "a", _row("a", "p", 1, "x"), _row("a", "p", 2, "x2"), instant),
+        ("d", "b", _row("b", "p", 1, "y"), None, instant),
+        ("i", "c", None, _row("c", "p", 1, "z"), instant)]
+    want = [_row("a", "p", 2, "x2"), _row("c", "p", 1, "z")]
+    assert _snapshot(hudi_rs_rows(path)) == want
+    assert _snapshot(pyhudi_rows(spark, path)) == want

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pyhudi.errors import HudiFileExistsError
-from pyhudi.io.avro_schema import META_FIELDS, RECORD_KEY
+from pyhudi.io.avro_schema import COMMIT_TIME, META_FIELDS, RECORD_KEY
 from pyhudi.io.cdc import DELETE, INSERT, UPDATE, Changes, LoggingMode, cdc_blocks, cdc_file_name
 from pyhudi.io.file_names import relative_path
 from pyhudi.storage import Storage
@@ -99,16 +99,43 @@ def write_changes(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task
     :data:`CDC_BLOCK_MAX_SIZE`; a file of the same name left by an earlier attempt of this task is
     replaced (the marker names it already)."""
     assert ctx.cdc_mode is not None
-    blocks = list(cdc_blocks(changes, LoggingMode.of(ctx.cdc_mode), ctx.settings.avro_schema, ctx.instant_time,
-                             max_block_size=CDC_BLOCK_MAX_SIZE))
+    return write_cdc_file(storage, changes, partition=bucket.partition_path, file_id=bucket.file_id_prefix,
+                          instant=ctx.instant_time, token=task.token, mode=ctx.cdc_mode,
+                          writer_schema=ctx.settings.avro_schema)
+
+
+def write_cdc_file(storage: Storage, changes: Changes, *, partition: str, file_id: str, instant: str, token: str,
+                   mode: str, writer_schema: str) -> dict[str, int]:
+    """:func:`write_changes` for any writer of a file group (merges, compaction)."""
+    blocks = list(cdc_blocks(changes, LoggingMode.of(mode), writer_schema, instant, max_block_size=CDC_BLOCK_MAX_SIZE))
     payload = b"".join(blocks)
-    rel = relative_path(bucket.partition_path, cdc_file_name(bucket.file_id_prefix, ctx.instant_time, task.token))
-    create_marker(storage, ctx.instant_time, rel, CREATE)
+    rel = relative_path(partition, cdc_file_name(file_id, instant, token))
+    create_marker(storage, instant, rel, CREATE)
     try:
         storage.create_new(rel, payload)
     except HudiFileExistsError:  # a retry of the same task attempt token: the file is ours to replace
         storage.write_bytes(rel, payload)
     return {rel: len(payload)}
+
+
+def slice_changes(before: pa.Table | None, after: pa.Table) -> Changes:
+    """The changes a compaction made to a file slice's base file (``HoodieMergeHandleWithChangeLog``
+    on the compactor path): ``before`` the old base file's rows (None: the group had none), ``after``
+    the compacted rows. A stored record whose compacted version carries another commit time was
+    replaced by a log record (``u``), one missing was deleted (``d``), a new key was inserted (``i``);
+    a record the logs did not change keeps its commit time and logs nothing."""
+    if before is None:
+        before = after.slice(0, 0)
+    old_keys, new_keys = before.column(RECORD_KEY), after.column(RECORD_KEY)
+    at = pc.index_in(old_keys, value_set=new_keys.combine_chunks())
+    present = at.is_valid().to_numpy(zero_copy_only=False)
+    at_np = pc.fill_null(at, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    changed_time = pc.not_equal(before.column(COMMIT_TIME).cast(pa.string()),
+                                after.column(COMMIT_TIME).cast(pa.string()).take(pa.array(at_np))) \
+        if before.num_rows and after.num_rows else pa.array(np.zeros(before.num_rows, bool))
+    updated = present & pc.fill_null(changed_time, True).to_numpy(zero_copy_only=False)
+    inserted = np.flatnonzero(~pc.is_in(new_keys, value_set=old_keys.combine_chunks()).to_numpy(zero_copy_only=False))
+    return merge_changes(before, updated, ~present, after, at_np[updated], inserted.astype(np.int64))
 
 
 def encode_cdc_stats(stats: dict[str, int] | None) -> str | None:
