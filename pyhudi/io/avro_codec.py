@@ -465,12 +465,22 @@ def _decode_avro_field(data: bytes, pos: np.ndarray, ends: np.ndarray, f: FlatFi
 def decode_flat(data: bytes, starts: np.ndarray, ends: np.ndarray, plan: list[FlatField],
                 schema: pa.Schema) -> pa.Table:
     """Decode the datums ``data[starts[i]:ends[i]]`` of a flat record, all rows at once."""
-    n = len(starts)
+    pos = starts.astype(np.int64).copy()
+    columns = decode_fields(data, pos, ends, plan, schema)
+    if (pos != ends).any():
+        raise _Malformed("records have bytes left after the last field")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def decode_fields(data: bytes, pos: np.ndarray, ends: np.ndarray, plan: list[FlatField],
+                  schema: pa.Schema) -> list[pa.Array]:
+    """The columns of ``plan``'s fields read from ``data`` at ``pos`` (one position per row, moved
+    past the fields in place; ``ends`` bound each row), for records nested in others."""
+    n = len(pos)
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(buf) == 0:
         buf = np.zeros(1, dtype=np.uint8)
     blob = pa.py_buffer(data)
-    pos = starts.astype(np.int64).copy()
     even = pa.array(np.arange(0, 2 * n, 2))  # picks the field values out of (value, gap) spans
     columns = []
     for f in plan:
@@ -531,9 +541,7 @@ def decode_flat(data: bytes, starts: np.ndarray, ends: np.ndarray, plan: list[Fl
             raise _Malformed(f"field {f.name} runs past its record")
         target = schema.field(f.name).type
         columns.append(arr if arr.type == target else arr.cast(target))
-    if (pos != ends).any():
-        raise _Malformed("records have bytes left after the last field")
-    return pa.Table.from_arrays(columns, schema=schema)
+    return columns
 
 
 def decode_datums(data: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: str | dict,

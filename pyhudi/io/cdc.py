@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 from pyhudi.errors import HudiCorruptFileError, HudiError
 from pyhudi.io.avro_codec import (
     avro_to_arrow_schema,
+    decode_fields,
     encode_fastavro,
     encode_rows,
     flat_plan,
@@ -293,9 +294,85 @@ def cdc_records(block: LogBlock, *, source: str = "cdc file") -> tuple[LoggingMo
     if block.block_type != BlockType.CDC_DATA_BLOCK:
         raise HudiError(f"{source}: {block.block_type.name} at byte offset {block.offset} is not a CDC data block")
     mode = _mode_of(block, source)
-    # the content is an Avro data block's: decode it as one
+    record = load_schema(block.schema or "")
+    fast = _decode_columnwise(block, record, source)
+    if fast is not None:
+        return mode, fast
+    # the content is an Avro data block's: decode it as one (per record where the images share named types)
     table = data_block_records(dataclasses.replace(block, block_type=BlockType.AVRO_DATA_BLOCK), source=source)
     return mode, table.select(list(mode.columns))
+
+
+def _record_bounds(content: bytes, where: str) -> tuple[np.ndarray, np.ndarray]:
+    if len(content) < 8:
+        raise HudiCorruptFileError(f"{where}: content is {len(content)} bytes, too short")
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != BLOCK_CONTENT_VERSION or count < 0 or count * 4 > len(content) - 8:
+        raise HudiCorruptFileError(f"{where}: content version {version} with {count} records is not a CDC block's")
+    starts = np.empty(count, dtype=np.int64)
+    ends = np.empty(count, dtype=np.int64)
+    pos = 8
+    try:
+        for i in range(count):  # sequential by nature: each length says where the next record is
+            (length,) = _I32.unpack_from(content, pos)
+            starts[i] = pos + 4
+            pos += 4 + length
+            ends[i] = pos
+    except struct.error:
+        raise HudiCorruptFileError(f"{where}: ends inside its records") from None
+    if pos != len(content) or (ends < starts).any():
+        raise HudiCorruptFileError(f"{where}: record lengths do not add up to its content")
+    return starts, ends
+
+
+def _decode_columnwise(block: LogBlock, record: dict[str, Any], source: str) -> pa.Table | None:
+    """The block's records decoded column-wise: the string fields, then each image as its union
+    branch and, where present, the table record's fields -- None when the image schema has no
+    column-wise plan."""
+    fields = record["fields"]
+    image = next((f["type"][1] for f in fields if isinstance(f["type"], list) and isinstance(f["type"][1], dict)),
+                 None)
+    image_plan = flat_plan(image) if image is not None else None
+    if image is not None and image_plan is None:
+        return None
+    where = f"{source}: CDC_DATA_BLOCK at byte offset {block.offset}"
+    data = block.content
+    starts, ends = _record_bounds(data, where)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    pos = starts.copy()
+    n = len(pos)
+    columns: list[pa.Array] = []
+    names: list[str] = []
+    try:
+        for f in fields:
+            if isinstance(f["type"], list) and f["type"] in (["null", "string"], ["string", "null"]):
+                plan = flat_plan({"type": "record", "name": "x", "fields": [f]})
+                assert plan is not None
+                columns += decode_fields(data, pos, ends, plan, pa.schema([(f["name"], pa.string())]))
+            else:  # a nullable image: ["null", record] (or the record's name)
+                assert image is not None and image_plan is not None
+                branch = buf[np.minimum(pos, max(len(buf) - 1, 0))] if n else np.zeros(0, np.uint8)
+                if ((branch != 0) & (branch != 2)).any() or (pos >= ends).any():
+                    raise HudiCorruptFileError(f"{where}: bad union branch in field {f['name']}")
+                valid = branch == 2
+                pos += 1
+                at = pos[valid]
+                arrow = avro_to_arrow_schema(image)
+                values = decode_fields(data, at, ends[valid], image_plan, arrow)
+                pos[valid] = at
+                struct_ = pa.StructArray.from_arrays(values, fields=list(arrow)) if values else \
+                    pa.array([{}] * int(valid.sum()), pa.struct(list(arrow)))
+                index = np.cumsum(valid) - 1
+                columns.append(pc.take(struct_, pa.array(index, mask=~valid)) if n else
+                               pa.array([], pa.struct(list(arrow))))
+            names.append(f["name"])
+        if (pos != ends).any():
+            raise HudiCorruptFileError(f"{where}: records have bytes left after the last field")
+    except HudiCorruptFileError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- any decoding failure means the bytes are not these records
+        raise HudiCorruptFileError(f"{where}: records do not decode with the block's schema ({e})") from e
+    return pa.Table.from_arrays(columns, names=names)
 
 
 def read_cdc_file(storage: Storage, rel_path: str) -> pa.Table:
