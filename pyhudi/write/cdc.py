@@ -91,6 +91,25 @@ def _images(rows: pa.Table, index: np.ndarray, valid: np.ndarray) -> pa.Table:
     return data.take(pa.array(np.where(valid, index, 0)))
 
 
+def log_merge(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task: TaskInfo, *, before: pa.Table,
+              after: pa.Table, replaced: pa.Array | pa.ChunkedArray, dropped: pa.Array | pa.ChunkedArray,
+              first_insert: int) -> str | None:
+    """The merge handle's change log: the change data file of what it decided, and its ``cdcStats``
+    (encoded for the stats row).
+
+    ``before``: the stored rows; ``replaced`` / ``dropped``: masks over them (an incoming record
+    replaced the row / an incoming delete removed it); ``after``: the rows written, the kept stored
+    rows first in stored order (a replaced row where it stood), then from ``first_insert`` on the
+    inserted records."""
+    replaced_np = np.asarray(replaced.to_numpy(zero_copy_only=False), dtype=bool)
+    dropped_np = np.asarray(dropped.to_numpy(zero_copy_only=False), dtype=bool)
+    # a stored row that stays sits at its rank among the kept rows in the new file
+    at_new = np.cumsum(~dropped_np) - 1
+    changes = merge_changes(before, replaced_np, dropped_np, after, at_new[replaced_np],
+                            np.arange(first_insert, after.num_rows, dtype=np.int64))
+    return encode_cdc_stats(write_changes(storage, ctx, bucket, task, changes))
+
+
 def write_changes(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task: TaskInfo,
                   changes: Changes) -> dict[str, int]:
     """Write a file group's change data file for this write; its ``cdcStats`` entry (path -> size).

@@ -7,6 +7,7 @@ rows of one bucket into one new base file and returns a stats row for the driver
 * create (INSERT bucket): a new file group ``<uuid>-0`` with the incoming rows.
 * merge (UPDATE bucket): the file group's latest base file rewritten with updates applied in
   place, deletes dropped and inserts appended; unchanged rows keep their commit time and seqno.
+  On a CDC table (``ctx.cdc_mode``) it also writes what it changed (:mod:`pyhudi.write.cdc`).
 
 All work is vectorised with pyarrow compute; there is no per-row Python.
 """
@@ -27,7 +28,7 @@ from pyhudi.io.file_names import base_file_name, file_id, relative_path
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.storage import Storage
 from pyhudi.write.append import append_handle
-from pyhudi.write.cdc import encode_cdc_stats, merge_changes, write_changes
+from pyhudi.write.cdc import log_merge
 from pyhudi.write.columns import ARRIVAL, BUCKET, IS_DELETE
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
@@ -111,14 +112,9 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
                          io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
                          updates=int(pc.sum(replaced).as_py() or 0),
                          inserts=len(insert_idx), started=started)
-    if ctx.cdc_mode is not None:
-        replaced_np = replaced.to_numpy(zero_copy_only=False)
-        kept_np = ~dropped.to_numpy(zero_copy_only=False)
-        # a stored row that stays sits at its rank among the kept rows in the new file
-        at_new = np.cumsum(kept_np) - 1
-        changes = merge_changes(old, replaced_np, dropped.to_numpy(zero_copy_only=False), combined,
-                                at_new[replaced_np], np.arange(len(take_idx), len(order), dtype=np.int64))
-        stats["cdc_stats"] = encode_cdc_stats(write_changes(storage, ctx, bucket, task, changes))
+    if ctx.cdc_mode is not None:  # HoodieMergeHandleWithChangeLog: what the merge changed, into a .cdc file
+        stats["cdc_stats"] = log_merge(storage, ctx, bucket, task, before=old, after=combined, replaced=replaced,
+                                       dropped=dropped, first_insert=len(take_idx))
     return stats
 
 
