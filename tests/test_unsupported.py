@@ -71,7 +71,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.datasource.query.incremental.format", "cdc"),
     ("hoodie.metrics.on", "true"),
     ("hoodie.avro.schema.externaltransformation", "true"),  # Spark lower-cases keys
-    ("HOODIE.TABLE.CDC.ENABLED", "true"),
+    ("HOODIE.SCHEMA.ON.READ.ENABLE", "true"),
 ])
 def test_an_unimplemented_hudi_option_is_an_error_naming_it(key, value):
     with pytest.raises(pyhudi.HudiUnsupportedOptionError) as err:
