@@ -300,7 +300,8 @@ def test_merge_on_read_logs_small_file_merges_only_and_names_the_slice(spark, tm
                                          ("i", "c", None, None, None)]
     (merged,) = second.write_stats
     timeline = pyhudi.HudiTable(path).timeline
-    stored = timeline.commit_metadata(next(i for i in timeline.completed_writes() if i.timestamp == second.instant_time))
+    stored = timeline.commit_metadata(
+        next(i for i in timeline.completed_writes() if i.timestamp == second.instant_time))
     assert [s.cdcStats for s in stored.write_stats()] == [merged.cdcStats]  # layout 2: Avro commit metadata
     third = pyhudi.write(spark.createDataFrame([_row("b", "p", 3, "y3")], DDL), path, opts)
     (appended,) = third.write_stats
