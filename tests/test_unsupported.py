@@ -56,7 +56,6 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
 # -- options ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key, value", [
-    ("hoodie.table.cdc.enabled", "true"),
     ("hoodie.write.table.version", "7"),
     ("hoodie.index.type", "HBASE"),
     ("hoodie.table.base.file.format", "LANCE"),
@@ -71,7 +70,7 @@ def _set_properties(path: str, changes: dict[str, str | None]) -> None:
     ("hoodie.compaction.payload.class", "com.example.MyPayload"),
     ("hoodie.metrics.on", "true"),
     ("hoodie.avro.schema.externaltransformation", "true"),  # Spark lower-cases keys
-    ("HOODIE.TABLE.CDC.ENABLED", "true"),
+    ("HOODIE.SCHEMA.ON.READ.ENABLE", "true"),
 ])
 def test_an_unimplemented_hudi_option_is_an_error_naming_it(key, value):
     with pytest.raises(pyhudi.HudiUnsupportedOptionError) as err:
@@ -106,8 +105,8 @@ def test_a_key_no_hudi_release_has_only_warns_where_a_hudi_key_fails():
             warnings.simplefilter("always")
             HudiConfig.of({typo: "1"})
         assert any(f"unknown option {typo}; did you mean {close}?" in str(w.message) for w in caught)
-    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="hoodie.table.cdc.enabled"):
-        HudiConfig.of({"hoodie.table.cdc.enabled": "1"})
+    with pytest.raises(pyhudi.HudiUnsupportedOptionError, match="hoodie.schema.on.read.enable"):
+        HudiConfig.of({"hoodie.schema.on.read.enable": "1"})
 
 
 def test_a_merge_mode_stands_for_its_payload_and_must_agree_with_one_given():
@@ -127,7 +126,7 @@ def test_sync_settings_without_sync_and_defaults_of_unimplemented_features_are_a
                    "latest_state", "hoodie.metrics.on": "false", "hoodie.write.num.retries.on.conflict.failures": "0"})
 
 
-@pytest.mark.parametrize("key, value", [("hoodie.table.cdc.enabled", "true"), ("hoodie.write.table.version", "7"),
+@pytest.mark.parametrize("key, value", [("hoodie.write.table.version", "7"),
                                         ("hoodie.datasource.hive_sync.mode", "jdbc"),
                                         ("hoodie.bootstrap.base.path", "/src")])
 def test_a_write_with_an_unimplemented_option_writes_nothing(spark, base_table, tmp_path, key, value):
@@ -247,13 +246,13 @@ def test_a_merge_mode_of_a_newer_table_is_its_payload(base_table, tmp_path):
     assert pyhudi.HudiTable(path).config.payload_class == "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 
 
-def test_a_cdc_table_reads_its_snapshot_but_refuses_writes(spark, base_table, tmp_path):
+def test_a_cdc_table_of_an_unknown_logging_mode_reads_its_snapshot_but_refuses_writes(spark, base_table, tmp_path):
     path = _copy(base_table, tmp_path)
-    _set_properties(path, {P.CDC_ENABLED: "true"})
+    _set_properties(path, {P.CDC_ENABLED: "true", "hoodie.table.cdc.supplemental.logging.mode": "EVERYTHING"})
     assert sorted(r["id"] for r in pyhudi_rows(spark, path)) == ["a", "b", "c"]
     assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "b", "c"]
     before = _files(path)
-    with pytest.raises(pyhudi.HudiUnsupportedError, match="hoodie.table.cdc.enabled=true"):
+    with pytest.raises(pyhudi.HudiUnsupportedError, match="hoodie.table.cdc.supplemental.logging.mode=EVERYTHING"):
         pyhudi.write(spark.createDataFrame([("d", "x", 2, 4)], SCHEMA), path, OPTS)
     assert _files(path) == before
 

@@ -172,11 +172,12 @@ def _assert_write_side_refused(spark, path: str, first: str, named: str, capsys)
     assert _files(path) == before
 
 
-def test_a_cdc_table_reads_but_every_write_and_service_is_refused(spark, mor_table, tmp_path, capsys):
+def test_a_cdc_table_of_an_unknown_logging_mode_reads_but_every_write_and_service_is_refused(spark, mor_table,
+                                                                                           tmp_path, capsys):
     path, first = _copy(mor_table, tmp_path)
-    _set(path, {P.CDC_ENABLED: "true"})
+    _set(path, {P.CDC_ENABLED: "true", "hoodie.table.cdc.supplemental.logging.mode": "EVERYTHING"})
     assert sorted((r["id"], r["v"]) for r in pyhudi_rows(spark, path)) == MERGED
-    _assert_write_side_refused(spark, path, first, "hoodie.table.cdc.enabled=true", capsys)
+    _assert_write_side_refused(spark, path, first, "hoodie.table.cdc.supplemental.logging.mode=EVERYTHING", capsys)
 
 
 # -- merges pyhudi does not implement --------------------------------------------------------------

@@ -47,7 +47,8 @@ def _files_of(storage: Storage, timeline: Timeline, instant: Instant) -> list[st
         written: set[str] = set()
         if source in timeline.instant_files:
             try:
-                written = {s.path for s in timeline.commit_metadata(source).write_stats() if s.path}
+                stats = timeline.commit_metadata(source).write_stats()
+                written = {s.path for s in stats if s.path} | {p for s in stats for p in (s.cdcStats or {})}
             except HudiError:
                 written = set()  # an inflight profile that is not commit metadata
         if instant.is_completed or written:
@@ -61,6 +62,8 @@ def _files_of(storage: Storage, timeline: Timeline, instant: Instant) -> list[st
         parsed = parse_base_file(info.name)
         if parsed is not None and parsed.instant_time == instant.timestamp:
             found.append(rel)
+        elif (cdc := parse_log_file(info.name)) is not None and cdc.cdc and cdc.base_instant == instant.timestamp:
+            found.append(rel)  # the instant's change data file (named with the instant that wrote it)
     return found
 
 

@@ -58,10 +58,6 @@ BASE_FILE_FORMAT = option(
     "hoodie.table.base.file.format", "PARQUET",
     "Format of base files: pyhudi writes and reads PARQUET only.",
     only("PARQUET", hudi_accepts="ORC, HFILE and LANCE"), aliases=("hoodie.table.ro.file.format",))
-CDC_ENABLED = option(
-    "hoodie.table.cdc.enabled", False,
-    "Change data capture: pyhudi writes no change data files, so only false is accepted.",
-    only_false(hudi_does="writes change data files for CDC queries"))
 SCHEMA_ON_READ = option(
     "hoodie.schema.on.read.enable", False,
     "Schema evolution on read (renames and type changes kept in .hoodie/.schema): not implemented, "

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pyhudi.config import support
 from pyhudi.config.support import (  # noqa: F401 -- keys and limits of hoodie.properties, named here too
     CDC_ENABLED,
+    CDC_LOGGING_MODE,
+    CDC_LOGGING_MODES,
     HIGHEST_TABLE_VERSION,
     LAYOUT_VERSION,
     MERGE_MODE,
@@ -252,6 +254,25 @@ class TableConfig:
     @property
     def populate_meta_fields(self) -> bool:
         return _flag(self.props.get(POPULATE_META_FIELDS), True)
+
+    @property
+    def cdc_enabled(self) -> bool:
+        """``hoodie.table.cdc.enabled``: writes also write change data files (``HoodieTableConfig.isCDCEnabled``)."""
+        return _flag(self.props.get(CDC_ENABLED), False)
+
+    @property
+    def cdc_logging_mode(self) -> str | None:
+        """The supplemental logging mode of a CDC table (upper case, Hudi's default
+        DATA_BEFORE_AFTER when unset: ``HoodieTableConfig.CDC_SUPPLEMENTAL_LOGGING_MODE``); None
+        when the table has CDC off. A value that is no mode of Hudi's is an error."""
+        if not self.cdc_enabled:
+            return None
+        mode = self.props.get(CDC_LOGGING_MODE, "DATA_BEFORE_AFTER").strip().upper()
+        if mode not in CDC_LOGGING_MODES:
+            raise HudiUnsupportedError(
+                f"table {self.name} has {CDC_LOGGING_MODE}={self.props.get(CDC_LOGGING_MODE)}, none of Hudi's modes "
+                f"({', '.join(CDC_LOGGING_MODES)}); correct hoodie.properties")
+        return mode
 
     @property
     def base_file_format(self) -> str:

@@ -56,6 +56,10 @@ MERGE_PROPERTY_PREFIX = "hoodie.record.merge.property."
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
 CDC_ENABLED = "hoodie.table.cdc.enabled"
+CDC_LOGGING_MODE = "hoodie.table.cdc.supplemental.logging.mode"
+#: ``HoodieCDCSupplementalLoggingMode`` names, as ``hoodie.properties`` records them (Hudi reads the
+#: property upper-cased: ``HoodieTableConfig.cdcSupplementalLoggingMode``)
+CDC_LOGGING_MODES = ("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER")
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 #: where the index definitions of a table of version 8 on are kept (``.hoodie/.index_defs/index.json``)
@@ -225,8 +229,7 @@ def merge_semantics(props: Mapping[str, str], name: str) -> str | None:
 
 def check_writable(props: Mapping[str, str], name: str, action: str) -> None:
     """Refuse ``action`` (a write or a table service) on a table pyhudi does not write: another
-    table version than it writes, change data capture (Hudi writes change data files with every
-    write and compaction, and its cleaner and rollbacks remove them with the data files), or
+    table version than it writes, a change data capture table whose logging mode is none of Hudi's, or
     metadata-table indexes a user created that pyhudi does not maintain (secondary and expression
     indexes: writing on would leave them stale, dropping them would take the user's index away)."""
     version = _version(props)
@@ -242,8 +245,9 @@ def check_writable(props: Mapping[str, str], name: str, action: str) -> None:
             f"{action} refused: table {name} has the metadata-table index {indexes[0].strip()}, which pyhudi does not "
             "maintain (it keeps files, column_stats, bloom_filters, record_index and partition_stats); nothing was "
             f"written. Drop the index with Apache Hudi (DROP INDEX) to write with pyhudi, or {_USE_HUDI}")
-    if props.get(CDC_ENABLED, "false").strip().lower() == "true":
+    mode = props.get(CDC_LOGGING_MODE, "DATA_BEFORE_AFTER").strip().upper()
+    if props.get(CDC_ENABLED, "false").strip().lower() == "true" and mode not in CDC_LOGGING_MODES:
         raise HudiUnsupportedError(
-            f"{action} refused: table {name} has {CDC_ENABLED}=true: its writes and table services must also write "
-            "and remove change data files, which pyhudi does not implement (it reads such a table's snapshot); "
-            f"{_USE_HUDI}")
+            f"{action} refused: table {name} has {CDC_ENABLED}=true with {CDC_LOGGING_MODE}="
+            f"{props.get(CDC_LOGGING_MODE)}, which is none of Hudi's modes ({', '.join(CDC_LOGGING_MODES)}); "
+            "nothing was written. Correct hoodie.properties")

@@ -100,6 +100,19 @@ POPULATE_META_FIELDS = option(
     "hoodie.populate.meta.fields", True,
     "Fill _hoodie_commit_time, _hoodie_commit_seqno, _hoodie_record_key and _hoodie_partition_path.",
     parse_bool)
+CDC_ENABLED = option(
+    "hoodie.table.cdc.enabled", False,
+    "Change data capture (Hudi 0.13+, HoodieTableConfig.CDC_ENABLED): every write that rewrites a file group "
+    "also writes the changes it made to it into a change data file (.cdc) beside it, for CDC queries. It is "
+    "recorded in hoodie.properties when a write creates the table; a write to an existing table must agree "
+    "with the table.", parse_bool)
+CDC_LOGGING_MODE = option(
+    "hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
+    "What the change data files of a CDC table hold (HoodieCDCSupplementalLoggingMode): OP_KEY_ONLY (the "
+    "operation and the record key), DATA_BEFORE (also the record before the change) or DATA_BEFORE_AFTER "
+    "(operation, commit time, the record before and after). Hudi's lower-case names (op_key_only, data_before, "
+    "data_before_after) are accepted; hoodie.properties records the upper-case name, as Hudi does.",
+    choice("OP_KEY_ONLY", "DATA_BEFORE", "DATA_BEFORE_AFTER"))
 COMPLEX_KEYGEN_NEW_ENCODING = option(
     "hoodie.write.complex.keygen.new.encoding", False,
     "ComplexKeyGenerator with one record key field: false writes _hoodie_record_key as field:value (Hudi 0.14.0 "

@@ -325,9 +325,23 @@ def _pack(parts: list[tuple[np.ndarray, np.ndarray]]) -> pa.Array:
 
 def encode_flat(table: pa.Table, plan: list[FlatField], *, length_prefix: bool) -> bytes:
     """Concatenated datums of all rows (each preceded by ``int32`` big-endian length if asked)."""
+    if table.num_rows == 0:
+        return b""
+    joined = encode_rows(table, plan, length_prefix=length_prefix)
+    if joined is None:
+        return b""
+    n = table.num_rows
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=n + 1, offset=joined.offset * 8)
+    start, end = int(offsets[0]), int(offsets[-1])
+    return joined.buffers()[2].slice(start, end - start).to_pybytes()
+
+
+def encode_rows(table: pa.Table, plan: list[FlatField], *, length_prefix: bool = False) -> pa.Array | None:
+    """The datum of each row as one ``large_binary`` array (None for a plan without fields), for
+    callers that embed records in larger ones (change data blocks nest table records)."""
     n = table.num_rows
     if n == 0:
-        return b""
+        return pa.array([], pa.large_binary()) if plan else None
     # segments alternate: fixed-width matrix bytes, then a variable tail (string/bytes values)
     segments: list[tuple[list[tuple[np.ndarray, np.ndarray]], pa.Array | None]] = [([], None)]
     for f in plan:
@@ -352,11 +366,8 @@ def encode_flat(table: pa.Table, plan: list[FlatField], *, length_prefix: bool) 
         if tail is not None:
             pieces.append(tail)
     if not pieces:
-        return b""
-    joined = pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, _EMPTY)
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=n + 1, offset=joined.offset * 8)
-    start, end = int(offsets[0]), int(offsets[-1])
-    return joined.buffers()[2].slice(start, end - start).to_pybytes()
+        return None
+    return pieces[0] if len(pieces) == 1 else pc.binary_join_element_wise(*pieces, _EMPTY)
 
 
 def _python_value(t: Any, value: Any, names: dict[str, Any]) -> Any:
@@ -454,12 +465,22 @@ def _decode_avro_field(data: bytes, pos: np.ndarray, ends: np.ndarray, f: FlatFi
 def decode_flat(data: bytes, starts: np.ndarray, ends: np.ndarray, plan: list[FlatField],
                 schema: pa.Schema) -> pa.Table:
     """Decode the datums ``data[starts[i]:ends[i]]`` of a flat record, all rows at once."""
-    n = len(starts)
+    pos = starts.astype(np.int64).copy()
+    columns = decode_fields(data, pos, ends, plan, schema)
+    if (pos != ends).any():
+        raise _Malformed("records have bytes left after the last field")
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def decode_fields(data: bytes, pos: np.ndarray, ends: np.ndarray, plan: list[FlatField],
+                  schema: pa.Schema) -> list[pa.Array]:
+    """The columns of ``plan``'s fields read from ``data`` at ``pos`` (one position per row, moved
+    past the fields in place; ``ends`` bound each row), for records nested in others."""
+    n = len(pos)
     buf = np.frombuffer(data, dtype=np.uint8)
     if len(buf) == 0:
         buf = np.zeros(1, dtype=np.uint8)
     blob = pa.py_buffer(data)
-    pos = starts.astype(np.int64).copy()
     even = pa.array(np.arange(0, 2 * n, 2))  # picks the field values out of (value, gap) spans
     columns = []
     for f in plan:
@@ -520,9 +541,7 @@ def decode_flat(data: bytes, starts: np.ndarray, ends: np.ndarray, plan: list[Fl
             raise _Malformed(f"field {f.name} runs past its record")
         target = schema.field(f.name).type
         columns.append(arr if arr.type == target else arr.cast(target))
-    if (pos != ends).any():
-        raise _Malformed("records have bytes left after the last field")
-    return pa.Table.from_arrays(columns, schema=schema)
+    return columns
 
 
 def decode_datums(data: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: str | dict,

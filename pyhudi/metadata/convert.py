@@ -39,6 +39,10 @@ def commit_records(meta: CommitMetadata) -> list[Record]:
                 continue
             name = posixpath.basename(stat.path)
             sizes[name] = max(sizes.get(name, 0), int(stat.fileSizeInBytes or 0))
+            # a CDC table's change data files are listed too (HoodieTableMetadataUtil
+            # .convertMetadataToFilesPartitionRecords adds each write stat's cdcStats)
+            for cdc_path, size in (stat.cdcStats or {}).items():
+                sizes[posixpath.basename(cdc_path)] = int(size)
         records.append(files_record(partition, sizes))
     return records
 

@@ -97,7 +97,9 @@ def _partitions_to_clean(table: HudiTable, cfg: HudiConfig, ectr: str | None) ->
 
 def _slice_files(piece: FileSlice) -> list[str]:
     out = [piece.base_file.path] if piece.base_file is not None else []
-    return out + [lf.path for lf in piece.log_files]
+    # a CDC table's change data files go with their slice (CleanPlanner.getCleanFileInfoForSlice:
+    # "clean the log files ... which contain cdc log files in cdc scenario")
+    return out + [lf.path for lf in piece.log_files] + [lf.path for lf in piece.cdc_files]
 
 
 def _protected(piece: FileSlice, saved: set[str], compacting: set[tuple[str, str, str]]) -> bool:

@@ -36,7 +36,7 @@ from pyhudi.transaction.heartbeat import Heartbeat, HeartbeatPolicy, heartbeat_a
 from pyhudi.transaction.lock import TableLock
 from pyhudi.write.columns import STATS_DDL
 from pyhudi.write.markers import remove_marked_files
-from pyhudi.write.result import commit_metadata
+from pyhudi.write.result import commit_metadata, written_files
 from pyhudi.write.rows import stats_batch
 from pyhudi.write.task import current_task
 
@@ -87,10 +87,13 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     spec = _merge_spec(table, cfg)
     visibility = table.file_system_view().visibility(before=instant_time)
     ops = list(operations)
+    # HoodieMergeHandleFactory.create (compactor path): a CDC table's compaction logs its changes only
+    # where the index writes inserts to logs (HoodieWriteConfig.isYieldingPureLogForMor: BUCKET)
+    cdc_mode = table.config.cdc_logging_mode if cfg.get(C.INDEX_TYPE) == "BUCKET" else None
 
     def work(storage: Storage, op: CompactionOperation, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         yield stats_batch(compact_slice(storage, op, schema, settings, spec, visibility, instant_time,
-                                        current_task().token))
+                                        current_task().token, cdc_mode=cdc_mode))
 
     stats = per_item(spark, table.storage, ops, file_schema, work, STATS_DDL) if ops else None
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []
@@ -103,7 +106,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
 
     point = CommitPoint.of(table, cfg, lock=lock)
     point.finish(instant_time, COMMIT, meta, expect=Expect(COMPACTION, (State.INFLIGHT,), gone),
-                 files=[r["path"] for r in rows if r.get("path")])
+                 files=written_files(rows))
     log.info("compaction %s: %d file slices in %.2f s", instant_time, len(ops), time.monotonic() - started)
     return meta
 

@@ -36,7 +36,7 @@ from pyhudi.spark.record_index_job import keeps_record_index, write_changes
 from pyhudi.spark.state import WriteState
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.write.replace import DELETE_PARTITION
-from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run
+from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run, written_files
 
 
 @dataclass
@@ -93,7 +93,7 @@ class Pipeline(WriteState):
                 started = self.phase("record_index", started)
             log_stats = self.log_statistics(rows)
             commit(meta, written=index_files, records={column_stats.PARTITION: log_stats} if log_stats else None,
-                   files=[r["path"] for r in rows if r.get("path")])
+                   files=written_files(rows))
             remember_ranges(table.storage.base_uri, [(r["path"], r["min_key"], r["max_key"]) for r in rows])
             self.phase("commit", started)
             result: dict[str, Any] = dict(self.phases)

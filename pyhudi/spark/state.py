@@ -98,4 +98,5 @@ class WriteState:
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
             append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,
             log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
-            stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)))
+            stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)),
+            cdc_mode=self.table.config.cdc_logging_mode)

@@ -49,6 +49,8 @@ _TABLE_TO_OPTION = {
     P.PAYLOAD_CLASS: C.PAYLOAD_CLASS,  # merge-on-read tables record it: readers and writers must agree
     P.ORDERING_FIELDS: C.PRECOMBINE_FIELD,  # the name table version 9 gives the precombine field
     P.MERGE_MODE: C.RECORD_MERGE_MODE,  # tables of version 8 on
+    P.CDC_ENABLED: C.CDC_ENABLED,  # Hudi's validateTableConfig leaves these to the table; pyhudi refuses a
+    P.CDC_LOGGING_MODE: C.CDC_LOGGING_MODE,  # write asking for other change data than the table logs
 }
 _TIMESTAMP_PROPS = (C.TIMESTAMP_TYPE, C.TIMESTAMP_INPUT_FORMAT, C.TIMESTAMP_OUTPUT_FORMAT,
                     C.TIMESTAMP_INPUT_TIMEZONE, C.TIMESTAMP_OUTPUT_TIMEZONE, C.TIMESTAMP_SCALAR_UNIT,
@@ -189,6 +191,7 @@ def check_table_config(cfg: HudiConfig, table: HudiTable) -> None:
         prop = P.KEYGEN_CLASS if P.KEYGEN_CLASS in table.properties else P.KEYGEN_TYPE
         opt = C.KEYGENERATOR_CLASS if cfg.is_set(C.KEYGENERATOR_CLASS) else C.KEYGENERATOR_TYPE
         conflicts.append(f"  {opt.key}: write option {cfg.raw[opt.key]!r}, table has {prop}={table.properties[prop]!r}")
+    conflicts.extend(_cdc_conflicts(cfg, table))
     payload_conflict = _payload_against_merge_mode(cfg, table)
     if payload_conflict:
         conflicts.append(payload_conflict)
@@ -226,6 +229,19 @@ def _partition_fields_conflict(cfg: HudiConfig, table: HudiTable) -> str | None:
         return None
     return (f"  {C.PARTITIONPATH_FIELD.key}: write option {cfg.raw[C.PARTITIONPATH_FIELD.key]!r}, table has "
             f"{table.properties[P.PARTITION_FIELDS]!r}")
+
+
+def _cdc_conflicts(cfg: HudiConfig, table: HudiTable) -> list[str]:
+    """Change data capture the write asks for that the table does not log (or logs otherwise): the
+    table's properties decide what every writer logs, so such a write would not get what it asked."""
+    out = []
+    mode = table.config.cdc_logging_mode
+    if cfg.is_set(C.CDC_ENABLED) and P.CDC_ENABLED not in table.properties and cfg.get(C.CDC_ENABLED):
+        out.append(f"  {C.CDC_ENABLED.key}: write option {cfg.raw[C.CDC_ENABLED.key]!r}, the table logs no change data")
+    if cfg.is_set(C.CDC_LOGGING_MODE) and mode is not None and P.CDC_LOGGING_MODE not in table.properties \
+            and cfg.get(C.CDC_LOGGING_MODE) != mode:
+        out.append(f"  {C.CDC_LOGGING_MODE.key}: write option {cfg.raw[C.CDC_LOGGING_MODE.key]!r}, table logs {mode}")
+    return out
 
 
 def _payload_against_merge_mode(cfg: HudiConfig, table: HudiTable) -> str | None:
@@ -320,6 +336,9 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
     props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
     if not cfg.get(C.POPULATE_META_FIELDS):
         props[P.POPULATE_META_FIELDS] = "false"
+    if cfg.get(C.CDC_ENABLED):  # HoodieTableMetaClient.PropertyBuilder: the mode only with CDC on, upper case
+        props[P.CDC_ENABLED] = "true"
+        props[P.CDC_LOGGING_MODE] = cfg.get(C.CDC_LOGGING_MODE)
     if spec.has_timestamp_part:  # (Hudi records them for TimestampBasedKeyGenerator; pyhudi for a custom one too)
         for opt in _TIMESTAMP_PROPS:
             if cfg.is_set(opt):

@@ -17,6 +17,7 @@ started before a compaction was planned but completed after it extends the compa
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class FileSlice:
     base_instant: str
     base_file: BaseFile | None
     log_files: tuple[LogFile, ...] = ()
+    #: change data files (``.cdc``) of a CDC table the write that made this slice wrote: not records
+    #: of the slice (readers never merge them), but its files, which a clean deletes with it
+    cdc_files: tuple[LogFile, ...] = ()
 
     def to_read(self) -> SliceToRead:
         """The picklable plan an executor merges this slice from."""
@@ -187,6 +191,7 @@ class FileSystemView:
         """File groups of one partition from its (file name, size) pairs."""
         bases: dict[str, list[BaseFile]] = {}
         logs: dict[str, list[LogFile]] = {}
+        cdc: dict[str, list[LogFile]] = {}
         for name, size in infos:
             parsed = BASE_FILE_PATTERN.match(name)
             if parsed is not None and parsed.group(4) != "parquet":
@@ -205,6 +210,9 @@ class FileSystemView:
             lg = parse_log_file(name)
             if lg is not None and lg.extension == "log" and not lg.cdc and not self._hidden(partition, lg.file_id):
                 logs.setdefault(lg.file_id, []).append(LogFile(
+                    partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, name, size))
+            elif lg is not None and lg.cdc and not self._hidden(partition, lg.file_id):
+                cdc.setdefault(lg.file_id, []).append(LogFile(
                     partition, lg.file_id, lg.base_instant, lg.version, lg.write_token, name, size))
         groups = self._by_partition.setdefault(partition, {})
         for fid in sorted(set(bases) | set(logs)):
@@ -234,6 +242,19 @@ class FileSystemView:
                                               tuple(sorted(slice_files, key=log_order))))
             if group.slices:
                 groups[fid] = group
+        for fid, files in cdc.items():
+            self._attach_cdc(groups.get(fid), files)
+
+    @staticmethod
+    def _attach_cdc(group: FileGroup | None, files: list[LogFile]) -> None:
+        """Give each change data file to the slice its write made (base instant = the file's
+        instant); one whose write made no slice of the view (failed, or not yet complete) is left out."""
+        if group is None:
+            return
+        for i, piece in enumerate(group.slices):
+            mine = tuple(sorted((f for f in files if f.base_instant == piece.base_instant), key=log_order))
+            if mine:
+                group.slices[i] = dataclasses.replace(piece, cdc_files=mine)
 
     def _slice_of(self, lf: LogFile, base_instants: Iterable[str]) -> str:
         """The base instant of the slice a log file extends (its own instant when no base file is

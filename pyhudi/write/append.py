@@ -14,7 +14,10 @@ From table version 8 (``LogTarget.per_instant``) Hudi never appends: each delta 
 log file named with its own instant, version 1, with the task's write token (Hudi 1.x's
 ``HoodieAppendHandle``), and readers place it in a slice by the delta commit's completion time. Its
 write stat then names only that file: ``prevCommit`` is the delta commit itself and ``baseFile`` is
-empty, as Hudi 1.x records them (the log is not tied to a base file by name any more).
+empty, as Hudi 1.x records them (the log is not tied to a base file by name any more) -- except on
+a CDC table, where Hudi names the latest slice's base instant, base file and log files in every
+delta write stat ("the cdc reader needs the base file metadata", ``HoodieAppendHandle.init``). The
+append handle writes no change data file: CDC readers infer a log file's changes (LOG_FILE).
 """
 
 from __future__ import annotations
@@ -111,18 +114,21 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     else:
         rel = _create_log_file(storage, ctx, rel, payload, token)
         name = posixpath.basename(rel)
-    log_files = [] if target.per_instant else list(target.log_files)
+    cdc = ctx.cdc_mode is not None
+    log_files = [] if target.per_instant and not cdc else list(target.log_files)
     if name not in log_files:
         log_files.append(name)
     parsed = parse_log_file(name)
     assert parsed is not None
     prev_commit = ctx.instant_time if target.per_instant else bucket.prev_commit
+    if cdc:  # HoodieAppendHandle.init on a CDC table: the stat names the slice the log extends, for CDC readers
+        prev_commit = target.base_instant
     stats = stats_row(bucket.partition_path, bucket.file_id_prefix, rel, prev_commit=prev_commit,
                       io_type=APPEND, num_writes=live.num_rows, deletes=gone.num_rows, updates=live.num_rows,
                       inserts=0, file_size=offset + len(payload), started=started, min_key=None, max_key=None)
     stats.update(write_bytes=len(payload), log_version=parsed.version, log_offset=offset,
-                 base_file="" if target.per_instant else target.base_file_name, log_files="\n".join(log_files),
-                 log_blocks=len(blocks))
+                 base_file="" if target.per_instant and not cdc else target.base_file_name,
+                 log_files="\n".join(log_files), log_blocks=len(blocks))
     if ctx.log_column_stats and live.num_rows:
         stats["column_stats"] = column_stats.encode(column_stats.table_records(
             bucket.partition_path, name, records, columns=ctx.stats_columns or None))

@@ -35,6 +35,7 @@ STATS_SCHEMA = pa.schema([
     ("log_files", pa.string()),  # names of the slice's log files after the write, newline-separated
     ("log_blocks", pa.int64()),
     ("column_stats", pa.string()),  # the log block's column statistics (metadata table records, encoded)
+    ("cdc_stats", pa.string()),  # change data files written (CDC tables): JSON {path: size}
     # compaction only
     ("log_records", pa.int64()),
     ("log_files_compacted", pa.int64()),

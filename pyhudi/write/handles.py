@@ -7,6 +7,7 @@ rows of one bucket into one new base file and returns a stats row for the driver
 * create (INSERT bucket): a new file group ``<uuid>-0`` with the incoming rows.
 * merge (UPDATE bucket): the file group's latest base file rewritten with updates applied in
   place, deletes dropped and inserts appended; unchanged rows keep their commit time and seqno.
+  On a CDC table (``ctx.cdc_mode``) it also writes what it changed (:mod:`pyhudi.write.cdc`).
 
 All work is vectorised with pyarrow compute; there is no per-row Python.
 """
@@ -28,6 +29,7 @@ from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.read.payloads import DELETE, KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, precombine
 from pyhudi.storage import Storage
 from pyhudi.write.append import append_handle
+from pyhudi.write.cdc import log_merge
 from pyhudi.write.columns import BUCKET, IS_DELETE
 from pyhudi.write.markers import CREATE, MERGE, create_marker
 from pyhudi.write.plan import APPEND, UPDATE, WriteBucket, WriteContext
@@ -118,10 +120,14 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, MERGE)
     writer.write(combined)
     written = writer.close()
-    return stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
-                      io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
-                      updates=int(pc.sum(replaced).as_py() or 0),
-                      inserts=len(insert_idx), started=started)
+    stats = stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,
+                         io_type=MERGE, deletes=int(pc.sum(dropped).as_py() or 0),
+                         updates=int(pc.sum(replaced).as_py() or 0),
+                         inserts=len(insert_idx), started=started)
+    if ctx.cdc_mode is not None:  # HoodieMergeHandleWithChangeLog: what the merge changed, into a .cdc file
+        stats["cdc_stats"] = log_merge(storage, ctx, bucket, task, before=old, after=combined, replaced=replaced,
+                                       dropped=dropped, first_insert=len(take_idx))
+    return stats
 
 
 def combine(rows: pa.Table, merge: MergeSpec | str | None) -> pa.Table:

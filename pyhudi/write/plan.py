@@ -98,6 +98,9 @@ class WriteContext:
     stats_columns: tuple[str, ...] = ()  # hoodie.metadata.index.column.stats.column.list (empty: all)
     # clustering: rows keep the _hoodie_commit_time and _hoodie_commit_seqno they carry
     preserve_commit_metadata: bool = False
+    # hoodie.table.cdc.supplemental.logging.mode of a CDC table (None: CDC off): merges write
+    # change data files (pyhudi.write.cdc)
+    cdc_mode: str | None = None
     # how incoming records merge with each other and with stored ones (payload, ordering, deletes);
     # None: by precombine_field and keep_larger_ordering alone
     merge_spec: MergeSpec | None = None
@@ -284,7 +287,9 @@ def log_targets(view: FileSystemView, pending: dict[tuple[str, str], str]) -> di
     for piece in view.latest_slices():
         key = (piece.partition_path, piece.file_id)
         if per_instant:  # version 8+: a new log file per delta commit, placed by its completion time
-            out[key] = LogTarget(piece.base_instant, "", None, 0, 1, (), per_instant=True)
+            # (the slice's base file and logs are named only in the write stats of a CDC table)
+            out[key] = LogTarget(piece.base_instant, piece.base_file.name if piece.base_file is not None else "",
+                                 None, 0, 1, tuple(lf.name for lf in piece.log_files), per_instant=True)
             continue
         base_instant = pending.get(key, piece.base_instant)
         own = [lf for lf in piece.log_files if lf.base_instant == base_instant]

@@ -44,6 +44,8 @@ def write_stat(row: dict[str, Any]) -> WriteStat:
         numDeletes=row["num_deletes"], numUpdateWrites=row["num_update_writes"],
         numInserts=row["num_inserts"], totalWriteBytes=row.get("write_bytes") or row["file_size"],
         fileSizeInBytes=row["file_size"], runtimeStats=runtime)
+    if row.get("cdc_stats"):  # HoodieWriteStat.cdcStats: the change data files, path -> size
+        stat.cdcStats = {str(k): int(v) for k, v in json.loads(row["cdc_stats"]).items()}
     if io_type == APPEND:
         stat.logVersion = row["log_version"]
         stat.logOffset = row["log_offset"]
@@ -60,6 +62,17 @@ def write_stat(row: dict[str, Any]) -> WriteStat:
         stat.totalRollbackBlocks = row["rollback_blocks"] or 0
         stat.totalCorruptLogBlock = row["corrupt_blocks"] or 0
     return stat
+
+
+def written_files(rows: list[dict[str, Any]]) -> list[str]:
+    """Relative paths of every file the executor stats rows name: data files and the change data
+    files of a CDC table (their markers name them too, so the commit keeps them; any other marked
+    file is a failed task attempt's)."""
+    out = [r["path"] for r in rows if r.get("path")]
+    for r in rows:
+        if r.get("cdc_stats"):
+            out.extend(json.loads(r["cdc_stats"]))
+    return out
 
 
 def commit_metadata(rows: list[dict[str, Any]], *, operation_type: str, schema_json: str,
