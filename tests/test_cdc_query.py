@@ -67,13 +67,16 @@ def write(spark, path: str, rows: list[tuple], opts: dict, operation: str = "ups
     return res.instant_time
 
 
-def changes(rows: list[dict]) -> set[tuple]:
-    """CDC rows as a comparable set: (op, ts_ms, key, before, after), the images parsed."""
+def changes(rows: list[dict], *, data_only: bool = False) -> set[tuple]:
+    """CDC rows as a comparable set: (op, ts_ms, key, before, after), the images parsed; with
+    ``data_only`` the images keep only the data columns (images from .cdc files have no meta columns)."""
+    kept = DATA if data_only else (*DATA, "_hoodie_commit_time", "_hoodie_record_key")
+
     def image(text: str | None) -> tuple | None:
         if text is None:
             return None
         d = json.loads(text)
-        return tuple(sorted((k, d[k]) for k in d if k in (*DATA, "_hoodie_commit_time", "_hoodie_record_key")))
+        return tuple(sorted((k, d[k]) for k in d if k in kept))
     out = set()
     for r in rows:
         img = json.loads(r["before"] or r["after"])
@@ -119,10 +122,15 @@ class Model:
                 out.add(("d", instant, key, self.state.pop(key), None))
         self.log.append((instant, out))
 
-    def between(self, begin: str, end: str, when: dict[str, str] | None = None) -> set[tuple]:
+    def between(self, begin: str, end: str, when: dict[str, str] | None = None, *,
+                data_only: bool = False) -> set[tuple]:
         """The changes of the commits in (begin, end]: of instant times, or of the completion times
-        ``when`` gives (timeline layout 2)."""
-        return {c for t, cs in self.log if begin < (when or {}).get(t, t) <= end for c in cs}
+        ``when`` gives (timeline layout 2); ``data_only``: images of the data columns only."""
+        def image(rec: tuple | None) -> tuple | None:
+            return None if rec is None or not data_only else tuple(kv for kv in rec if kv[0] in DATA)
+
+        return {(op, t, key, image(b) if data_only else b, image(a) if data_only else a)
+                for t, cs in self.log if begin < (when or {}).get(t, t) <= end for op, _, key, b, a in cs}
 
 
 rows_of = st.lists(st.tuples(st.sampled_from(KEYS), st.integers(1, 3), st.sampled_from(["a", "b"])),
@@ -134,11 +142,24 @@ operation = st.one_of(
     st.tuples(st.just("delete_partition"), st.sampled_from(PARTS)))
 
 _COMPACTING = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
-TABLES = {"COPY_ON_WRITE": {},
+
+
+def _logging(mode: str) -> dict[str, str]:
+    return {"hoodie.table.cdc.enabled": "true", "hoodie.table.cdc.supplemental.logging.mode": mode}
+
+
+#: name -> (table type, write options); tables with CDC logging answer updates from their .cdc files
+#: (AS_IS), the others from the file slices
+TABLES = {"COPY_ON_WRITE": ("COPY_ON_WRITE", {}),
           # MOR: inline compaction every 2 delta commits, so that later changes read compacted slices
-          "MERGE_ON_READ": _COMPACTING,
+          "MERGE_ON_READ": ("MERGE_ON_READ", _COMPACTING),
           # table version 9: a log file per delta commit, ranges of completion times
-          "MERGE_ON_READ-v9": {**_COMPACTING, "hoodie.write.table.version": "9"}}
+          "MERGE_ON_READ-v9": ("MERGE_ON_READ", {**_COMPACTING, "hoodie.write.table.version": "9"}),
+          # CDC logging on, in each of Hudi's supplemental logging modes
+          "COPY_ON_WRITE-cdc-data_before_after": ("COPY_ON_WRITE", _logging("data_before_after")),
+          "COPY_ON_WRITE-cdc-data_before": ("COPY_ON_WRITE", _logging("data_before")),
+          "COPY_ON_WRITE-cdc-op_key_only": ("COPY_ON_WRITE", _logging("op_key_only")),
+          "MERGE_ON_READ-cdc-data_before_after": ("MERGE_ON_READ", {**_COMPACTING, **_logging("data_before_after")})}
 
 
 @pytest.mark.parametrize("table_type", list(TABLES))
@@ -156,9 +177,13 @@ def test_cdc_query_over_every_range_equals_the_model(spark, tmp_path_factory, ta
     def run(first, ops):
         path = str(base / f"t{len(runs)}")
         runs.append(path)
-        opts = options(table_type.split("-")[0], **TABLES[table_type])
+        kind, extra = TABLES[table_type]
+        opts = options(kind, **extra)
         model = Model()
+        merged = False  # an upsert or delete changed stored records (a merge, which logs them on CDC tables)
         for op, arg in [("upsert", first), *ops]:
+            merged |= op in ("upsert", "delete") and bool(model.log) and any(
+                k in model.state for k in (arg if op == "delete" else [r[0] for r in arg]))
             if op == "delete":
                 rows = [(k, PARTS[int(k[1:]) % 2], 9, "x") for k in arg]
                 model.apply(op, arg, write(spark, path, rows, opts, "delete"))
@@ -173,21 +198,27 @@ def test_cdc_query_over_every_range_equals_the_model(spark, tmp_path_factory, ta
                 rows = [(k, PARTS[int(k[1:]) % 2], ts, v) for k, ts, v in arg]
                 model.apply(op, arg, write(spark, path, rows, opts, op))
         table = HudiTable(path)
+        logged = table.config.cdc_enabled
+        assert logged == ("-cdc-" in table_type)
+        if logged and kind == "COPY_ON_WRITE" and merged:  # the merges' changes came from .cdc files (AS_IS)
+            assert any(s.cdcStats for i in table.timeline.completed_writes()
+                       for s in table.timeline.commit_metadata(i).write_stats()), "no .cdc file was written"
         when = {i.timestamp: i.completion_time or i.timestamp for i in table.timeline.completed_writes()}
         instants = [when[t] for t, _ in model.log]
         bounds = ["000", *instants]
         for i, begin in enumerate(bounds):
             for end in instants[i:]:
-                got = changes(read_cdc(table, begin, end).to_pylist())
-                assert got == model.between(begin, end, when), (begin, end)
+                got = changes(read_cdc(table, begin, end).to_pylist(), data_only=logged)
+                assert got == model.between(begin, end, when, data_only=logged), (begin, end)
         df = pyhudi.read(spark, path, {**CDC, "hoodie.datasource.read.begin.instanttime": "000"})
         assert df.columns == ["op", "ts_ms", "before", "after"]
-        assert changes([r.asDict() for r in df.collect()]) == model.between("000", instants[-1], when)
+        assert changes([r.asDict() for r in df.collect()], data_only=logged) == \
+            model.between("000", instants[-1], when, data_only=logged)
         compactions.append(len(table.timeline.completed_writes()) - len(instants))
         shutil.rmtree(path)
 
     run()
-    if table_type.startswith("MERGE_ON_READ"):  # the runs met compactions, which yield no change
+    if TABLES[table_type][0] == "MERGE_ON_READ":  # the runs met compactions, which yield no change
         assert any(compactions), compactions
 
 
