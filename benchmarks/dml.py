@@ -13,6 +13,9 @@ another just wrote):
 * (d) a ``pyhudi.merge`` of 2,880 source rows (corrections of every tenth minute of a day with 20
   drones; matched update *, not matched insert *) against the same rows written as an upsert.
 
+The peer: delta-rs on the same rows (``write_deltalake`` partitioned by day), its ``update``,
+``delete`` and ``merge`` of the same days, timed in the same run (``--no-delta`` leaves it out).
+
 The DML pays for reading the rows it changes (pruned to the day's partition) and for the small
 Spark jobs that count them (and, for the merge, find the source's partitions and check that no
 target row is matched twice); the key-based write starts from rows in memory.
@@ -70,6 +73,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--table-type", default="COPY_ON_WRITE")
+    parser.add_argument("--no-delta", action="store_true", help="leave out delta-rs")
     args = parser.parse_args()
     n = args.repeats
     if args.days < 1 + 6 * n:
@@ -124,13 +128,45 @@ def main() -> None:
         [(lambda d=d: pyhudi.write(frames[d], path, opts)) for d in ds],
         [(lambda d=d: frames.__setitem__(d, workload.pandas_frame(spark, source(d)))) for d in ds])
 
-    print(f"median of {n} runs, seconds:")
+    peer = {} if args.no_delta else delta_figures(work, args, n)
+    print(f"median of {n} runs, seconds (delta-rs on the same rows and days in the last column):")
     for name, seconds in figures.items():
-        print(f"  {name:<38} {seconds:6.2f}")
+        other = peer.get(name[:3])
+        print(f"  {name:<38} {seconds:6.2f}" + (f"   delta-rs {other:6.2f}  ({seconds / other:.2f}x)" if other else ""))
     a, b = figures["(a) update one day"], figures["(b) upsert of the same rows"]
     print(f"update / upsert: {a / b:.2f}x")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
+
+
+def delta_figures(work: Path, args: argparse.Namespace, n: int) -> dict[str, float]:
+    """delta-rs's update, delete and merge of the same rows on the same days (keyed by the figure's
+    label: "(a)", "(c)", "(d)"), on a delta table of the same load partitioned by day."""
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(work / "delta")
+    write_deltalake(path, workload.rows(0, args.days, args.drones), partition_by=["day"])
+    dt = DeltaTable(path)
+    day = workload.day_name
+    dt.update(predicate=f"day = '{day(0)}'", updates={"status": "'maintenance'"})  # warm-up
+    days = iter(range(1, args.days))
+    out: dict[str, float] = {}
+    ds = [next(days) for _ in range(n)]
+    out["(a)"] = timed([(lambda d=d: dt.update(predicate=f"day = '{day(d)}'",
+                                                updates={"status": "'maintenance'", "battery": "battery - 1"}))
+                        for d in ds])
+    for _ in range(n):  # (the days pyhudi's key-based upsert took)
+        next(days)
+    ds = [next(days) for _ in range(n)]
+    out["(c)"] = timed([(lambda d=d: dt.delete(f"day = '{day(d)}'")) for d in ds])
+    for _ in range(n):
+        next(days)
+    ds = [next(days) for _ in range(n)]
+    sources = {d: workload.rows(d, 1, args.drones, revision=1, every_nth_minute=10) for d in ds}
+    out["(d)"] = timed([(lambda d=d: dt.merge(sources[d], "t.key = s.key AND t.day = s.day",
+        source_alias="s", target_alias="t").when_matched_update_all().when_not_matched_insert_all().execute())
+        for d in ds])
+    return out
 
 
 if __name__ == "__main__":

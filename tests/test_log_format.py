@@ -667,3 +667,25 @@ def test_kryo_and_damaged_delete_blocks_are_refused():
     for damaged in (good[:-1], good[:8] + b"\x7f" + good[9:], struct.pack(">ii", 3, len(good)) + good[8:]):
         with pytest.raises(HudiCorruptFileError):
             delete_block_records(read_blocks(encode_block(BlockType.DELETE_BLOCK, {0: T1}, damaged), source="x")[0])
+
+
+def test_a_block_of_partial_records_is_refused_not_read_as_whole_records(tmp_path):
+    """Hudi 1.x partial updates write log blocks whose schema is the updated columns only, with the
+    header IS_PARTIAL=true (``HoodieAppendHandle``, ``HeaderMetadataType.IS_PARTIAL``); a reader
+    must overlay those columns on the record before it. Read as whole records, the columns they
+    leave out would be null in every read and compaction: pyhudi refuses the block, naming it."""
+    from pyhudi.read.merge import Visibility, scan_logs
+
+    rows = pa.table({"_hoodie_record_key": ["a"], "v": [1]})
+    schema = table_avro_schema(rows.schema, "t")
+    content = struct.pack(">ii", 3, 1) + encode_flat(rows, flat_plan(load_schema(schema)), length_prefix=True)
+    header = {HeaderKey.INSTANT_TIME: T1, HeaderKey.SCHEMA: schema, HeaderKey.IS_PARTIAL: "true"}
+    log = ".f1-0_" + T1 + ".log.1_0-1-0"
+    (tmp_path / log).write_bytes(encode_block(BlockType.AVRO_DATA_BLOCK, header, content))
+    whole = {**header, HeaderKey.IS_PARTIAL: "false"}
+    (tmp_path / (log + "x")).write_bytes(encode_block(BlockType.AVRO_DATA_BLOCK, whole, content))
+    storage = Storage(str(tmp_path))
+    seen = Visibility(frozenset({T1}))
+    assert scan_logs(storage, [log + "x"], rows.schema, seen).log_records == 1  # IS_PARTIAL=false: whole records
+    with pytest.raises(HudiUnsupportedError, match=r"partial records.*IS_PARTIAL=true.*Compact the file group"):
+        scan_logs(storage, [log], rows.schema, seen)

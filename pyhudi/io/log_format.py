@@ -369,6 +369,24 @@ def unsupported_in_data_table(block: LogBlock, source: str) -> HudiUnsupportedEr
         "Apache Hudi's own Spark bundle for this table")
 
 
+def is_partial(block: LogBlock) -> bool:
+    """Whether a data block holds partial records (Hudi 1.x partial updates: the ``IS_PARTIAL``
+    header, ``HoodieAppendHandle`` with ``hoodie.write.partial.update.mode``; the block's schema
+    is the updated columns only, and a record overlays just those on the record before it)."""
+    return str(block.header.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true"
+
+
+def partial_block_error(block: LogBlock, source: str) -> HudiUnsupportedError:
+    """The error for a block of partial records: read as whole records, every column its schema
+    lacks would overwrite the stored value with null, a silently wrong answer."""
+    return HudiUnsupportedError(
+        f"{source}: {_where(block)} (instant {block.instant_time}) holds partial records (log block header "
+        "IS_PARTIAL=true, written by Hudi 1.x partial updates, e.g. MERGE INTO setting some columns of a "
+        "merge-on-read table); pyhudi does not merge them, and reading them as whole records would null the "
+        "columns they leave out. Compact the file group with Apache Hudi first, or use Apache Hudi's own "
+        "Spark bundle for this table")
+
+
 def _avro_records(block: LogBlock, source: str) -> pa.Table:
     content = block.content
     if block.schema is None:

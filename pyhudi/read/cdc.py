@@ -52,7 +52,8 @@ import pyarrow.compute as pc
 
 from pyhudi.errors import HudiCorruptFileError, HudiError
 from pyhudi.io.avro_schema import COMMIT_TIME, RECORD_KEY
-from pyhudi.io.log_format import BlockType, data_block_records, read_blocks
+from pyhudi.io.cdc import cdc_records
+from pyhudi.io.log_format import BlockType, read_blocks
 from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
 from pyhudi.storage import Storage
 
@@ -250,7 +251,7 @@ def _cdc_records(storage: Storage, split: CDCSplit) -> pa.Table:
         source = storage.full(path)
         for block in read_blocks(storage.read_bytes(path), source=source):
             if block.block_type == BlockType.CDC_DATA_BLOCK:
-                tables.append(data_block_records(block, source=source))
+                tables.append(cdc_records(block, source=source)[1])  # column-wise, images and all
             elif block.block_type != BlockType.CORRUPT_BLOCK:
                 raise HudiCorruptFileError(f"{source} holds a {block.block_type.name} block; a .cdc file holds "
                                            "CDC_DATA_BLOCKs only")

@@ -45,6 +45,8 @@ from pyhudi.io.log_format import (
     LogBlock,
     data_block_records,
     delete_block_records,
+    is_partial,
+    partial_block_error,
     read_blocks,
     unsupported_in_data_table,
 )
@@ -158,6 +160,8 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
             scan.skipped_blocks += 1
             continue
         if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK):
+            if is_partial(block):
+                raise partial_block_error(block, sources[pos])
             rows = data_block_records(block, schema, source=sources[pos])
             scan.log_records += rows.num_rows
             scan.data.append((pos, rows))
