@@ -9,6 +9,12 @@ minute of the day before. The corrections rewrite the day before's file groups, 
 merges files, and with CDC on writes a change data file per merged file group with one ``u``
 record per correction (before and after images in ``data_before_after``).
 
+The peer, in the same run on the same rows: delta-rs merging each daily batch (``MERGE`` on key and
+day, with the batch's days as a literal filter) into a delta table without and with its change data
+feed (``delta.enableChangeDataFeed``); and the change data of the last ``--read-days`` upserts read
+back, by pyhudi's CDC query (``hoodie.datasource.query.incremental.format=cdc``, ``count()``) and by
+delta-rs's ``load_cdf``.
+
 One table per mode; the upserts of one day run on every table in turn, so load on the machine hits
 all modes alike. Printed per mode: the median and total upsert time, the ratio to CDC off (the
 issue's target: at most 1.20 for the daily upsert), and the change data bytes written. Data
@@ -26,8 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload  # noqa: E402  (a sibling module of this script)
+from deltalake import DeltaTable, write_deltalake  # noqa: E402
 
 import pyhudi  # noqa: E402
 
@@ -105,6 +114,8 @@ def main() -> None:
     parser.add_argument("--modes", default="off,op_key_only,data_before,data_before_after")
     parser.add_argument("--table-type", default="COPY_ON_WRITE")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--read-days", type=int, default=5, help="upserts whose change data is read back")
+    parser.add_argument("--no-delta", action="store_true", help="leave out delta-rs")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     handle = handle_times(args.drones, modes)
@@ -123,17 +134,29 @@ def main() -> None:
             pyhudi.write(load, paths[m], {**options(m, args.table_type),
                                           "hoodie.datasource.write.operation": "bulk_insert"})
         load.unpersist()
-        times: dict[str, list[float]] = {m: [] for m in modes}
+        peers = [] if args.no_delta else ["delta-rs", "delta-rs cdf"]
+        for peer in peers:
+            paths[peer] = os.path.join(root, peer.replace(" ", "_"))
+            write_deltalake(paths[peer], workload.rows(0, args.load_days, args.drones), partition_by=["day"],
+                            configuration={"delta.enableChangeDataFeed": str(peer.endswith("cdf")).lower()})
+        times: dict[str, list[float]] = {m: [] for m in modes + peers}
+        instants: dict[str, list[str]] = {m: [] for m in modes}
         for day in range(args.load_days, args.load_days + args.days):
-            batch = workload.pandas_frame(spark, workload.daily_batch(day, args.drones)).persist()
+            rows = workload.daily_batch(day, args.drones)
+            batch = workload.pandas_frame(spark, rows).persist()
             batch.count()
             for m in modes[day % len(modes):] + modes[:day % len(modes)]:  # each mode goes first in turn
                 started = time.perf_counter()
-                pyhudi.write(batch, paths[m], {**options(m, args.table_type),
-                                               "hoodie.datasource.write.operation": "upsert"})
+                res = pyhudi.write(batch, paths[m], {**options(m, args.table_type),
+                                                     "hoodie.datasource.write.operation": "upsert"})
                 times[m].append(time.perf_counter() - started)
+                instants[m].append(res.instant_time)
             batch.unpersist()
-            print(f"day {day}: " + "  ".join(f"{m} {times[m][-1]:.2f}s" for m in modes), flush=True)
+            for peer in peers:
+                started = time.perf_counter()
+                delta_merge(paths[peer], rows)
+                times[peer].append(time.perf_counter() - started)
+            print(f"day {day}: " + "  ".join(f"{m} {times[m][-1]:.2f}s" for m in modes + peers), flush=True)
         rows = workload.daily_batch(args.load_days, args.drones).num_rows
         print(f"\n{args.table_type}, {args.drones} drones: load {args.load_days} days, {args.days} daily upserts of "
               f"{rows:,} rows ({rows - 1440 * args.drones:,} corrections)")
@@ -142,9 +165,57 @@ def main() -> None:
         for m in modes:
             med = statistics.median(times[m])
             print(f"{m:<20}{med:>16.2f}{sum(times[m]):>10.1f}{med / base:>8.2f}{cdc_bytes(paths[m]) / 1e6:>9.1f}")
+        if peers:
+            off = statistics.median(times[peers[0]])
+            for peer in peers:
+                med = statistics.median(times[peer])
+                mb = cdf_bytes(paths[peer]) / 1e6
+                print(f"{peer:<20}{med:>16.2f}{sum(times[peer]):>10.1f}{med / off:>8.2f}{mb:>9.1f}")
+        read_back(spark, paths, instants, modes, peers, min(args.read_days, args.days))
     finally:
         shutil.rmtree(root, ignore_errors=True)
         spark.stop()
+
+
+def delta_merge(path: str, rows: pa.Table) -> None:
+    """The daily batch merged into a delta table as the drone benchmark merges it (key and day, the
+    batch's days as a literal filter so delta-rs prunes partitions)."""
+    days = sorted(set(rows.column("day").to_pylist()))
+    predicate = "t.key = s.key AND t.day = s.day AND t.day IN (" + ", ".join(f"'{d}'" for d in days) + ")"
+    (DeltaTable(path).merge(rows, predicate=predicate, source_alias="s", target_alias="t")
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+
+
+def cdf_bytes(path: str) -> int:
+    """Bytes of delta-rs's change data files (``_change_data/`` folders)."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file() and "_change_data" in f.parts)
+
+
+def read_back(spark, paths: dict[str, str], instants: dict[str, list[str]], modes: list[str], peers: list[str],
+              days: int) -> None:
+    """The change data of the last ``days`` upserts read back: pyhudi's CDC query (rows counted in
+    Spark) on every table, delta-rs's ``load_cdf`` on its change data feed; median of 3."""
+    print(f"\nchange data of the last {days} upserts read back (median of 3):")
+    for m in modes:
+        begin = instants[m][-days - 1] if days < len(instants[m]) else "000"  # (exclusive)
+        opts = {"hoodie.datasource.query.type": "incremental", "hoodie.datasource.query.incremental.format": "cdc",
+                "hoodie.datasource.read.begin.instanttime": begin}
+        counts, secs = [], []
+        for _ in range(3):
+            started = time.perf_counter()
+            counts.append(pyhudi.read(spark, paths[m], opts).count())
+            secs.append(time.perf_counter() - started)
+        print(f"  pyhudi {m:<20}{statistics.median(secs):>8.2f}s  {counts[0]:,} changes")
+    if "delta-rs cdf" in peers:
+        dt = DeltaTable(paths["delta-rs cdf"])
+        start = dt.version() - days + 1
+        counts, secs = [], []
+        for _ in range(3):
+            started = time.perf_counter()
+            counts.append(dt.load_cdf(starting_version=start).read_all().num_rows)
+            secs.append(time.perf_counter() - started)
+        print(f"  delta-rs load_cdf{'':<13}{statistics.median(secs):>8.2f}s  {counts[0]:,} changes "
+              "(update_preimage and update_postimage rows count separately)")
 
 
 if __name__ == "__main__":
