@@ -348,8 +348,10 @@ def precombine(rows: pa.Table, spec: MergeSpec, *, rank: np.ndarray | None = Non
     if delete_flag and delete_flag in rows.column_names and IS_DELETED_FIELD in rows.column_names:
         merged_flag = winners.column(IS_DELETED_FIELD)
         if pa.types.is_boolean(merged_flag.type):
+            # a delete flagged outside the payload (operation delete, a MERGE's matched delete) carries
+            # no ordering value: it is a hard delete; so is every flagged row where nothing orders
             ordering_null = pc.invert(_all_valid([_flat(winners.column(f)) for f in ordering])) if ordering \
-                else _false(winners.num_rows)
+                else pc.invert(_false(winners.num_rows))
             hard = pc.and_(pc.fill_null(_flat(winners.column(delete_flag)), False), ordering_null)
             flag = pc.or_(hard, pc.fill_null(_flat(merged_flag), False))
             winners = winners.set_column(winners.schema.get_field_index(delete_flag), delete_flag, flag)

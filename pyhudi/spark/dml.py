@@ -49,6 +49,7 @@ from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiSchemaError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.read.payloads import MergeSpec
 from pyhudi.spark.reader import read, spark_schema
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.writer import write
@@ -80,6 +81,9 @@ class DmlTarget:
     #: the field merges order records by (None: the later write wins, e.g. COMMIT_TIME_ORDERING)
     ordering_field: str | None
     options: dict[str, Any]
+    #: how the table merges records (its payload, or the one the options name where a copy-on-write
+    #: table of version 6 records none)
+    merge_spec: MergeSpec = MergeSpec(None)
 
     @property
     def columns(self) -> list[str]:
@@ -138,9 +142,11 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
         raise HudiUnsupportedError(
             f"{what}: the table has no record key field (auto-generated keys); pyhudi's statements write "
             "records back by key, which such a table cannot do: rewrite the affected partitions instead")
+    payload = tc.payload_class or cfg.get(C.PAYLOAD_CLASS)
+    spec = MergeSpec.of(tc.merge_ordering_field, payload)
     return DmlTarget(path=path, table=table, schema=schema, record_key_fields=tc.record_key_fields,
                      partition_fields=tc.partition_fields, precombine_field=tc.precombine_field,
-                     ordering_field=tc.merge_ordering_field, options=opts)
+                     ordering_field=tc.merge_ordering_field, options=opts, merge_spec=spec)
 
 
 def analysed(df: DataFrame, what: str) -> DataFrame:

@@ -54,7 +54,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pyhudi.errors import HudiConfigError, HudiKeyError
+from pyhudi.config.table import (
+    MYSQL_DEBEZIUM_PAYLOAD,
+    NON_DEFAULTS_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
+from pyhudi.errors import HudiConfigError, HudiKeyError, HudiUnsupportedError
 from pyhudi.spark.dml import (
     DELETE_FLAG,
     DmlTarget,
@@ -76,6 +82,14 @@ _STALE = "__pyhudi_merge_stale"
 _TKEY = "__pyhudi_merge_tkey"
 #: most distinct source partitions turned into one pruning filter (more: key range only)
 MAX_PRUNING_PARTITIONS = 1000
+
+#: payloads whose upsert would not write a matched update as assigned, and why
+_FIELD_MERGING = {
+    NON_DEFAULTS_PAYLOAD: "keeps the stored value wherever the new one is null",
+    PARTIAL_UPDATE_PAYLOAD: "keeps stored values where the new ones are null, and a newer stored record's fields",
+    POSTGRES_DEBEZIUM_PAYLOAD: "keeps the stored record on an equal _event_lsn and stored values for TOASTed ones",
+    MYSQL_DEBEZIUM_PAYLOAD: "keeps the stored record unless _event_seq grows",
+}
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,13 @@ class MergeBuilder:
         target = open_target(self.spark, self.path, options, what)
         if target is None:
             raise HudiConfigError(f"{what}: the table has no schema yet; write it first (pyhudi.write)")
+        payload = target.merge_spec.payload
+        if payload in _FIELD_MERGING and any(c.kind == "update" for c in self.clauses):
+            raise HudiUnsupportedError(
+                f"{what}: the table merges records by {payload.rsplit('.', 1)[1]}, which "
+                f"{_FIELD_MERGING[payload]}; Hudi's MERGE INTO writes a matched update as the clause assigns it "
+                "(ExpressionPayload), which pyhudi's upsert by the table's payload would not: write the updated rows "
+                "with pyhudi.write (merged by the table's payload), or use Apache Hudi's MERGE INTO")
         s, t = self.source_alias, self.target_alias
         src_cols = {c.lower(): c for c in self.source.columns}
         equated = self._equated(target, src_cols)
@@ -270,11 +291,12 @@ class MergeBuilder:
         dtype = target.schema[column].dataType
         stored = F.col(f"{t}.`{column}`")
         fixed = column in target.record_key_fields or column in target.partition_fields
+        unordered = {target.ordering_field, *target.merge_spec.stored_order_fields()} - {None}
         value: Column | None = None
         for i, clause in enumerate(self.clauses):
             assigned = {target.column(k, f"{what}, clause {i + 1}"): v for k, v in (clause.assignments or {}).items()}
-            if clause.kind == "delete":
-                v = stored
+            if clause.kind == "delete":  # without its ordering values: a hard delete under every payload
+                v = F.lit(None).cast(dtype) if column in unordered else stored
             elif clause.kind == "update" and fixed:
                 if column in assigned:
                     target.check_assignable(column, f"{what}, clause {i + 1}")

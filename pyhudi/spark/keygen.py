@@ -80,14 +80,16 @@ def _raise(message: str) -> Column:
     return F.raise_error(F.lit(f"{KEY_ERROR_MARKER} {message}"))
 
 
-def with_required_ordering(df: DataFrame, field: str) -> DataFrame:
+def with_required_ordering(df: DataFrame, field: str, *, unless: Column | None = None) -> DataFrame:
     """``df``, failing the job that reads a row whose ordering (precombine) value is null. Hudi
     refuses such a record ("The value of ts can not be null") rather than guess its order; a
-    combine step would otherwise drop it or let it lose to any other version of its key."""
+    combine step would otherwise drop it or let it lose to any other version of its key. Rows
+    ``unless`` holds for (a statement's hard deletes) need none."""
     value = F.col(f"`{field}`")
     message = (f"precombine field {field!r} (hoodie.datasource.write.precombine.field) is null in some incoming "
                "rows; every record needs an ordering value: fill it in, or write without a precombine field")
-    return df.withColumn(field, F.when(value.isNull(), _raise(message)).otherwise(value))
+    missing = value.isNull() if unless is None else value.isNull() & ~unless
+    return df.withColumn(field, F.when(missing, _raise(message)).otherwise(value))
 
 
 #: ``monotonically_increasing_id`` keeps the row's position within its partition in its low 33 bits

@@ -50,17 +50,20 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     data = coalesced(data, spark_parallelism(data))
     keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH, instant=state.instant)
     spec = state.merge_spec()
-    flag = F.lit(True) if operation == "delete" else payload_delete_flag(keyed, spec)
-    if operation != "delete" and IS_DELETE in keyed.columns:  # rows a statement of pyhudi.spark.dml deletes
-        flag = flag | F.coalesce(F.col(IS_DELETE).cast("boolean"), F.lit(False))
-    keyed = keyed.withColumn(IS_DELETE, flag)
+    # rows a statement of pyhudi.spark.dml deletes: hard deletes, which carry no ordering value
+    statement_delete = F.coalesce(F.col(IS_DELETE).cast("boolean"), F.lit(False)) \
+        if operation != "delete" and IS_DELETE in keyed.columns else None
     ordering_field = state.ordering_field
+    if operation != "delete" and ordering_field and ordering_field in keyed.columns:
+        keyed = with_required_ordering(keyed, ordering_field, unless=statement_delete)
+    flag = F.lit(True) if operation == "delete" else payload_delete_flag(keyed, spec)
+    if statement_delete is not None:
+        flag = flag | statement_delete
+    keyed = keyed.withColumn(IS_DELETE, flag)
     if operation == "delete":  # Hudi's delete (an empty payload) removes the key whatever its stored values
         for name in dict.fromkeys([ordering_field or "", *spec.stored_order_fields()]):
             if name and name in keyed.columns:
                 keyed = keyed.withColumn(name, F.lit(None).cast(keyed.schema[name].dataType))
-    elif ordering_field and ordering_field in keyed.columns:
-        keyed = with_required_ordering(keyed, ordering_field)
     if combine_in_spark and combines(state.cfg, operation):
         keyed = deduplicate(state, keyed, operation)
     return keyed

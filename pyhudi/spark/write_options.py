@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, PAYLOAD_OF_MERGE_MODE
+from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.keygen.encoding import resolve_encoding
@@ -331,7 +331,10 @@ def new_table_properties(cfg: HudiConfig, spec: KeyGenSpec, create_schema: str) 
     props[P.DROP_PARTITION_COLUMNS] = "false"
     props[P.BASE_FILE_FORMAT] = "PARQUET"
     props[P.ARCHIVE_FOLDER] = "archived"
-    if cfg.get(C.TABLE_TYPE) == P.MERGE_ON_READ:
+    # Hudi records the payload of a merge-on-read table always (its compaction merges by it), and of a
+    # copy-on-write table the one its writer named: every later write, statement and CDC log of the
+    # table merges by it without the option repeated
+    if cfg.get(C.TABLE_TYPE) == P.MERGE_ON_READ or cfg.get(C.PAYLOAD_CLASS) != OVERWRITE_PAYLOAD:
         props[P.PAYLOAD_CLASS] = cfg.get(C.PAYLOAD_CLASS)
     props[P.TIMELINE_TIMEZONE] = cfg.get(C.TIMELINE_TIMEZONE)
     if not cfg.get(C.POPULATE_META_FIELDS):
