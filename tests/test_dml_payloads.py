@@ -14,7 +14,8 @@ writes a merge as an upsert merged by the table's payload, so:
 
 And Hudi records the payload class a writer names in ``hoodie.properties`` of a copy-on-write table
 too (``HoodieTableMetaClient.PropertyBuilder.setPayloadClassName``), so later writes merge by it
-without the option repeated.
+without the option repeated; a CDC table without meta fields is refused (change data names records
+by the stored record key).
 """
 
 from __future__ import annotations
@@ -83,3 +84,12 @@ def test_a_copy_on_write_table_records_the_payload_its_writer_names(spark, tmp_p
     pyhudi.write(spark.createDataFrame([(1, "d0", 1, "a", "I")], schema), plain,
                  {k: v for k, v in later.items()})
     assert "hoodie.compaction.payload.class" not in pyhudi.HudiTable(plain).properties
+
+
+def test_cdc_without_meta_fields_is_refused_before_anything_is_written(spark, tmp_path):
+    path = tmp_path / "nometa"
+    opts = {**_options(PKG + "OverwriteWithLatestAvroPayload"), "hoodie.table.cdc.enabled": "true",
+            "hoodie.populate.meta.fields": "false", "hoodie.datasource.write.operation": "insert"}
+    with pytest.raises(HudiUnsupportedError, match="hoodie.table.cdc.enabled=true needs hoodie.populate.meta.fields"):
+        pyhudi.write(spark.createDataFrame([(1, "d0", 1)], "id int, day string, ts long"), str(path), opts)
+    assert not (path / ".hoodie" / "hoodie.properties").exists()

@@ -114,6 +114,10 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
     populate = cfg.get(C.POPULATE_META_FIELDS)
     if not populate and operation in ("upsert", "delete") and replace is None:
         raise HudiUnsupportedError("upsert and delete need hoodie.populate.meta.fields=true")
+    if not populate and cfg.get(C.CDC_ENABLED):
+        raise HudiUnsupportedError(
+            f"{C.CDC_ENABLED.key}=true needs {C.POPULATE_META_FIELDS.key}=true: change data names each record by the "
+            "record key stored with it (pyhudi's .cdc files and CDC queries read it)")
     if not populate and keeps_record_index(cfg):
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
