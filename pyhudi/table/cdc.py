@@ -42,7 +42,7 @@ from pyhudi.read.cdc import CDC_SCHEMA, CDCContext, CDCSplit, InferenceCase, spl
 from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import CleanedSlice, cleaned_slices
 from pyhudi.table.fs_view import FileGroup, FileSlice, completion_of
-from pyhudi.table.incremental import EARLIEST, first_hole, parse_begin
+from pyhudi.table.incremental import EARLIEST, parse_begin, writes_before_hole
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.archive import has_archive
 from pyhudi.timeline.commit_metadata import WriteStat
@@ -85,15 +85,7 @@ def plan_cdc(table: HudiTable, begin: object, end: object | None = None, *, hole
             "answers CDC queries from them: use a snapshot or time travel query")
     timeline = table.timeline
     start = parse_begin(begin)
-    writes = timeline.completed_writes()
-    hole = first_hole(table)
-    if hole is not None:
-        if holes == "FAIL":
-            raise HudiConfigError(
-                f"write {hole} is still pending while later commits completed (a hole in the timeline): a CDC query "
-                "now could miss its changes when it completes. Retry after it completes or is rolled back, or set "
-                "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
-        writes = [w for w in writes if w.timestamp < hole]
+    writes = writes_before_hole(table, holes, "a CDC query now could miss its changes")
     stop = parse_query_instant(end) if end is not None else max([start, *(_when(w) for w in writes)])
     if stop < start:
         raise HudiConfigError(f"hoodie.datasource.read.end.instanttime {stop} is before the begin instant {start}")

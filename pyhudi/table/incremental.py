@@ -71,15 +71,7 @@ def plan_incremental(table: HudiTable, begin: object, end: object | None = None,
                               "false), so it cannot be read incrementally; use a snapshot or time travel query")
     start = parse_begin(begin)
     by_completion = table.timeline.layout_version >= 2
-    writes = table.timeline.completed_writes()
-    hole = first_hole(table)
-    if hole is not None:
-        if holes == "FAIL":
-            raise HudiConfigError(
-                f"write {hole} is still pending while later commits completed (a hole in the timeline): a pull "
-                "now could miss its records when it completes. Retry after it completes or is rolled back, or set "
-                "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
-        writes = [w for w in writes if w.timestamp < hole]
+    writes = writes_before_hole(table, holes, "a pull now could miss its records")
     if by_completion:
         writes = sorted([*writes, *_archived_writes(table, start, writes)], key=_when)
     stop = parse_query_instant(end) if end is not None else max(_when(writes[-1]) if writes else start, start)
@@ -139,6 +131,22 @@ def _archived_writes(table: HudiTable, start: str, active: list[Instant]) -> lis
 def _when(write: Instant) -> str:
     """Where a completed write falls on the axis of incremental ranges (see the module docstring)."""
     return completion_of(write.timestamp, write.completion_time)
+
+
+def writes_before_hole(table: HudiTable, holes: str, risk: str) -> list[Instant]:
+    """The completed writes a query of changes may read: all of them, or those before the first
+    pending write that later commits passed (``holes``: BLOCK); FAIL refuses the query then, ``risk``
+    saying what it could miss."""
+    writes = table.timeline.completed_writes()
+    hole = first_hole(table)
+    if hole is None:
+        return writes
+    if holes == "FAIL":
+        raise HudiConfigError(
+            f"write {hole} is still pending while later commits completed (a hole in the timeline): {risk} when it "
+            "completes. Retry after it completes or is rolled back, or set "
+            "hoodie.read.timeline.holes.resolution.policy=BLOCK to read only up to it")
+    return [w for w in writes if w.timestamp < hole]
 
 
 def first_hole(table: HudiTable) -> str | None:
