@@ -40,11 +40,13 @@ from hypothesis import strategies as st
 
 import pyhudi
 from pyhudi.config import HudiConfig
+from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
 from pyhudi.io.avro_schema import table_avro_schema
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.io.cdc import LoggingMode, cdc_avro_schema, cdc_file_name, read_cdc_file
 from pyhudi.io.file_names import parse_log_file
 from pyhudi.io.log_format import BlockType, HeaderKey, read_log_file
+from pyhudi.read.payloads import MergeSpec
 from pyhudi.storage import Storage
 from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.handles import create_handle, merge_handle
@@ -69,9 +71,9 @@ def _context(tmp: Path, mode: str, keep_larger: bool) -> tuple[Storage, WriteCon
     settings_ = parquet_settings(HudiConfig(), table_avro_schema(file_schema, "t", with_meta_fields=True),
                                  populate_meta_fields=True)
     ctx = WriteContext(storage=Storage(str(tmp)), instant_time="20240102000000000", settings=settings_,
-                       storage_schema_ipc=file_schema.serialize().to_pybytes(), precombine_field="ts",
-                       keep_larger_ordering=keep_larger, max_file_size=1 << 27, compression_ratio=0.1,
-                       cdc_mode=mode)
+                       storage_schema_ipc=file_schema.serialize().to_pybytes(),
+                       merge_spec=MergeSpec.of("ts", DEFAULT_PAYLOAD if keep_larger else OVERWRITE_PAYLOAD),
+                       max_file_size=1 << 27, compression_ratio=0.1, cdc_mode=mode)
     return ctx.storage, ctx, file_schema
 
 

@@ -118,7 +118,7 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     ctx = WriteContext(
         storage=table.storage, instant_time=instant_time,
         settings=parquet_settings(cfg, avro, populate_meta_fields=table.config.populate_meta_fields),
-        storage_schema_ipc=file_schema.serialize().to_pybytes(), precombine_field=None, keep_larger_ordering=False,
+        storage_schema_ipc=file_schema.serialize().to_pybytes(), merge_spec=MergeSpec(None),
         max_file_size=cfg.get(C.CLUSTERING_TARGET_FILE_MAX_BYTES),
         compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
         preserve_commit_metadata=plan.preserve_commit_metadata)

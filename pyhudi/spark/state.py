@@ -92,8 +92,7 @@ class WriteState:
         return WriteContext(
             storage=self.table.storage, instant_time=self.instant, settings=settings,
             storage_schema_ipc=file_schema.serialize().to_pybytes(),
-            precombine_field=self.ordering_field,
-            keep_larger_ordering=self.merge_spec().keep_larger_ordering, merge_spec=self.merge_spec(),
+            merge_spec=self.merge_spec(),
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
             append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,

@@ -84,7 +84,7 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     name = base_file_name(bucket.file_id_prefix, task.token, ctx.instant_time)
     new_rows = to_storage_rows(rows, schema, ctx, name, task, 0)
     at_incoming = pos_np[matched_np]
-    spec = ctx.merge()
+    spec = ctx.merge_spec
     # a payload that picks one record compares only its ordering and delete columns
     compared = None if spec.is_partial else [c for c in spec.key_columns() if c in new_rows.column_names]
     stored_side, incoming_side = old.filter(matched), new_rows.take(pa.array(at_incoming))
@@ -130,17 +130,15 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     return stats
 
 
-def combine(rows: pa.Table, merge: MergeSpec | str | None) -> pa.Table:
+def combine(rows: pa.Table, spec: MergeSpec) -> pa.Table:
     """One row per record key: the versions of each key folded by the payload's ``preCombine``
-    (:func:`pyhudi.read.payloads.precombine`; ``merge`` may be just the ordering field, for
-    OverwriteWithLatestAvroPayload): the one with the largest ordering value, the later among
+    (:func:`pyhudi.read.payloads.precombine`): the one with the largest ordering value, the later among
     equal ones, or for PartialUpdateAvroPayload their fields merged.
 
     Rows whose ordering value is null lose to any non-null one. Rows come back in record-key order
     (unless they arrived in it, or there are fewer than two): sorting by key alone is cheap, and
     only keys seen twice need the ordering value compared.
     """
-    spec = merge if isinstance(merge, MergeSpec) else MergeSpec(merge)
     keys = rows.column(RECORD_KEY)
     if rows.num_rows < 2 or keys_ascending(keys):
         return rows
@@ -199,7 +197,7 @@ def write_buckets(batches: Iterable[pa.RecordBatch], ctx: WriteContext,
     for chunk in group_indices(ids):
         rows = table.take(pa.array(chunk))
         if ctx.combine_in_handles:
-            rows = combine(rows, ctx.merge())
+            rows = combine(rows, ctx.merge_spec)
         stats = run_handle(storage, ctx, schema, buckets[int(ids[chunk[0]])], rows, task)
         if stats is not None:
             yield stats_batch(stats)

@@ -346,7 +346,7 @@ def write_partitions(batches: Iterable[pa.RecordBatch], job: PartitionWriteJob) 
     position = 0  # sequence numbers stay unique across the files this task writes
     for partition, rows in split_by_partition(table):
         if job.combine:
-            rows = combine(rows, job.ctx.merge())
+            rows = combine(rows, job.ctx.merge_spec)
         layout = job.layouts.get(partition)
         if layout is None:
             raise HudiCommitError(

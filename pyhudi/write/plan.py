@@ -14,7 +14,6 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
 from pyhudi.io.base_file import ParquetSettings
 from pyhudi.io.file_names import new_file_id_prefix
 from pyhudi.read.payloads import MergeSpec
@@ -80,8 +79,8 @@ class WriteContext:
     instant_time: str
     settings: ParquetSettings
     storage_schema_ipc: bytes  # Arrow IPC of the base-file schema (meta + data columns)
-    precombine_field: str | None
-    keep_larger_ordering: bool  # DefaultHoodieRecordPayload: the stored record wins if larger
+    # how incoming records merge with each other and with stored ones (payload, ordering, deletes)
+    merge_spec: MergeSpec
     max_file_size: int
     compression_ratio: float
     # de-duplicate incoming rows per bucket in the executor instead of in a separate Spark shuffle:
@@ -101,16 +100,6 @@ class WriteContext:
     # hoodie.table.cdc.supplemental.logging.mode of a CDC table (None: CDC off): merges write
     # change data files (pyhudi.write.cdc)
     cdc_mode: str | None = None
-    # how incoming records merge with each other and with stored ones (payload, ordering, deletes);
-    # None: by precombine_field and keep_larger_ordering alone
-    merge_spec: MergeSpec | None = None
-
-    def merge(self) -> MergeSpec:
-        """The merge of this write's records (:mod:`pyhudi.read.payloads`)."""
-        if self.merge_spec is not None:
-            return self.merge_spec
-        return MergeSpec(self.precombine_field, keep_larger_ordering=self.keep_larger_ordering,
-                         payload=DEFAULT_PAYLOAD if self.keep_larger_ordering else OVERWRITE_PAYLOAD)
 
 
 @dataclass
