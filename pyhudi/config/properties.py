@@ -184,6 +184,12 @@ def _flag(value: str | None, default: bool) -> bool:
     return default if value is None else value.strip().lower() == "true"
 
 
+def bare_partition_fields(raw: str) -> tuple[str, ...]:
+    """The field names of a ``hoodie.table.partition.fields`` value, without the ``:TYPE``
+    suffixes CustomKeyGenerator's tables record from version 8 on."""
+    return tuple(f.split(":")[0].strip() for f in raw.split(",") if f.strip())
+
+
 @dataclass(frozen=True)
 class TableConfig:
     """The parsed ``hoodie.properties`` of a table."""
@@ -213,8 +219,7 @@ class TableConfig:
     @property
     def partition_fields(self) -> tuple[str, ...]:
         """Partition fields, without the ``:TYPE`` suffix custom key generators add."""
-        raw = self.props.get(PARTITION_FIELDS, "")
-        return tuple(f.split(":")[0].strip() for f in raw.split(",") if f.strip())
+        return bare_partition_fields(self.props.get(PARTITION_FIELDS, ""))
 
     @property
     def precombine_field(self) -> str | None:

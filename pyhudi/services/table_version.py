@@ -27,7 +27,7 @@ from pyhudi import config as C
 from pyhudi.commit.metadata_sync import prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.config.properties import update_table_config
+from pyhudi.config.properties import bare_partition_fields, update_table_config
 from pyhudi.config.support import (
     COMMIT_TIME_STRATEGY,
     EVENT_TIME_STRATEGY,
@@ -176,8 +176,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
             if not current.get(P.PAYLOAD_CLASS) and mode in (EVENT_TIME, COMMIT_TIME):
                 put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
             if custom and ":" in current.get(P.PARTITION_FIELDS, ""):
-                bare = (f.split(":")[0].strip() for f in current[P.PARTITION_FIELDS].split(","))
-                put(P.PARTITION_FIELDS, ",".join(bare))
+                put(P.PARTITION_FIELDS, ",".join(bare_partition_fields(current[P.PARTITION_FIELDS])))
             if not current.get(P.KEYGEN_CLASS) and current.get(P.KEYGEN_TYPE) in CLASS_OF_KEYGEN_TYPE:
                 put(P.KEYGEN_CLASS, CLASS_OF_KEYGEN_TYPE[current[P.KEYGEN_TYPE]])
             for key in (INITIAL_VERSION, P.MERGE_MODE, MERGE_STRATEGY, MERGE_STRATEGY_V6, P.KEYGEN_TYPE,
