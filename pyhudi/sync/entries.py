@@ -279,10 +279,16 @@ def partition_entry(table: HudiTable, settings: SyncSettings, path: str) -> Part
     return PartitionEntry(settings.values(path), partition_location(table_location(table), path))
 
 
+def catalog_types(columns: tuple[Column, ...]) -> dict[str, str]:
+    """Column name -> type of catalog columns, lower-cased and without spaces, so that types compare
+    however the catalog spells them."""
+    return {c.name.lower(): c.type.lower().replace(" ", "") for c in columns}
+
+
 def check_schema_change(remote: TableEntry, desired: TableEntry) -> bool:
     """Whether the columns changed; a change Hudi's sync would refuse raises (a type narrowed or
     replaced: readers of the catalog would misread the files already written)."""
-    keys = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.partition_keys}
+    keys = catalog_types(remote.partition_keys)
     for col in desired.partition_keys:
         if keys.get(col.name.lower(), col.type) != col.type or len(keys) != len(desired.partition_keys):
             raise HudiSchemaError(
@@ -290,7 +296,7 @@ def check_schema_change(remote: TableEntry, desired: TableEntry) -> bool:
                 f"{[f'{c.name} {c.type}' for c in remote.partition_keys]}, the table by "
                 f"{[f'{c.name} {c.type}' for c in desired.partition_keys]}; a catalog cannot change partition columns: "
                 "drop the catalog table to register it afresh")
-    old = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.storage.columns}
+    old = catalog_types(remote.storage.columns)
     for col in desired.storage.columns:
         before = old.get(col.name.lower())
         now = col.type.lower()

@@ -38,6 +38,7 @@ from pyhudi.sync.entries import (
     LAST_SYNC_COMPLETION,
     SyncSettings,
     SyncTarget,
+    catalog_types,
     check_schema_change,
     partition_entry,
     table_entry,
@@ -311,7 +312,7 @@ def _apply(client: CatalogClient, table: TableEntry, wanted: Iterable[PartitionE
 
 def _types_changed(remote: TableEntry, desired: TableEntry) -> bool:
     """Whether a column kept its name but changed its type (added columns are not a type change)."""
-    old = {c.name.lower(): c.type.lower().replace(" ", "") for c in remote.storage.columns}
+    old = catalog_types(remote.storage.columns)
     return any(old.get(c.name.lower(), c.type) != c.type for c in desired.storage.columns)
 
 
