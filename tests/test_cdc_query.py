@@ -35,6 +35,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyspark
 import pytest
+from conftest import hudi_rs_rows
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -210,6 +211,9 @@ def test_cdc_query_over_every_range_equals_the_model(spark, tmp_path_factory, ta
             for end in instants[i:]:
                 got = changes(read_cdc(table, begin, end).to_pylist(), data_only=logged)
                 assert got == model.between(begin, end, when, data_only=logged), (begin, end)
+        # the snapshot the changes lead to, as hudi-rs reads the table
+        assert {r["key"]: (r["ts"], r["val"]) for r in hudi_rs_rows(path)} == \
+            {k: (dict(r)["ts"], dict(r)["val"]) for k, r in model.state.items()}
         df = pyhudi.read(spark, path, {**CDC, "hoodie.datasource.read.begin.instanttime": "000"})
         assert df.columns == ["op", "ts_ms", "before", "after"]
         assert changes([r.asDict() for r in df.collect()], data_only=logged) == \

@@ -21,6 +21,7 @@ by the stored record key).
 from __future__ import annotations
 
 import pytest
+from conftest import hudi_rs_rows
 
 import pyhudi
 from pyhudi.errors import HudiUnsupportedError
@@ -36,7 +37,10 @@ def _options(payload: str, **extra: str) -> dict[str, str]:
 
 
 def _ids(spark, path: str) -> list[int]:
-    return sorted(r["id"] for r in pyhudi.read(spark, path).collect())
+    """The ids of the table's records, as pyhudi reads them and as hudi-rs does (the same)."""
+    ids = sorted(r["id"] for r in pyhudi.read(spark, path).collect())
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == ids
+    return ids
 
 
 def test_a_merge_delete_on_a_mysql_debezium_table_deletes(spark, tmp_path):
