@@ -107,7 +107,8 @@ def test_lock_file_written_by_hudi_excludes_pyhudi_until_released(s3_server, s3_
     assert abs(doc["validUntil"] - (_store_now_ms(s3_server, s3_bucket) + 300_000)) < 3000
     # Hudi's tryLock: the lease is live by its clock; its conditional writes are refused
     assert not doc["expired"] and time.time() * 1000 <= doc["validUntil"] + 500
-    for condition in ({"IfNoneMatch": "*"}, {"IfMatch": etag.replace("a", "b").replace("1", "2")}):
+    stale = etag[:1] + ("0" if etag[1] != "0" else "1") + etag[2:]  # another ETag ('"<hex>"', first digit changed)
+    for condition in ({"IfNoneMatch": "*"}, {"IfMatch": stale}):
         with pytest.raises(client.exceptions.ClientError, match="PreconditionFailed"):
             client.put_object(Bucket=s3_bucket, Key=key, Body=_hudi_lock(False, 1, hudi_owner), **condition)
     mark = s3_server.mark()
