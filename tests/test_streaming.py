@@ -88,6 +88,19 @@ def kill_mid_write(proc: subprocess.Popen, table: Path, *, after: int, timeout_s
     pytest.fail("no write was caught in flight")
 
 
+def wait_for_dead_heartbeats(table: Path, options: dict) -> None:
+    """Sleep until no pending instant of ``table`` has a live heartbeat (its writer exited)."""
+    from pyhudi.config import HudiConfig
+    from pyhudi.transaction.heartbeat import HeartbeatPolicy, is_alive
+
+    hudi_table = pyhudi.HudiTable(str(table))
+    policy = HeartbeatPolicy.of(HudiConfig.of(options))
+    deadline = time.monotonic() + policy.max_age_s + 30
+    while any(is_alive(hudi_table.storage, i.timestamp, policy) for i in hudi_table.timeline.reload().pending()):
+        assert time.monotonic() < deadline, "a heartbeat outlived its writer"
+        time.sleep(0.5)
+
+
 def pull_with_spark(spark, table: Path, out: Path, checkpoint: Path) -> None:
     """A downstream query of the table's commits (Spark 4 source), restarted from its checkpoint each call."""
     def keep(df, batch_id):
@@ -165,7 +178,10 @@ def test_stream_survives_kills_and_lands_every_batch_once(spark, tmp_path, table
     pull_with_poller(spark, table, tmp_path / "poller-out", tmp_path / "poller-chk", fail_once=True)
     if spark_source:
         pull_with_spark(spark, table, tmp_path / "spark-out", tmp_path / "spark-chk")
-    # 3. runs to the end
+    # 3. runs to the end. A compaction the exited writer scheduled stays pending while its heartbeat
+    #    lives, and the restart takes it over only once it expired: wait for that, or the few batches
+    #    left could all pass within the heartbeat's life and leave the plan to a later run
+    wait_for_dead_heartbeats(table, options)
     proc, report = start_writer(tmp_path, options)
     assert proc.wait(timeout=300) == 0, proc.stderr.read()[-3000:]
     reports = json.loads(report.read_text())
