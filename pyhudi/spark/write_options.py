@@ -367,7 +367,7 @@ def creation_merge_mode(cfg: HudiConfig) -> str:
     ordering = cfg.get(C.PRECOMBINE_FIELD) if cfg.is_set(C.PRECOMBINE_FIELD) else None
     mode = cfg.get(C.RECORD_MERGE_MODE)
     if mode is None and cfg.is_set(C.PAYLOAD_CLASS):
-        mode = MERGE_MODE_OF_PAYLOAD[cfg.get(C.PAYLOAD_CLASS)]
+        mode = MERGE_MODE_OF_PAYLOAD.get(cfg.get(C.PAYLOAD_CLASS))  # (the six others: creation_properties)
     if mode is None:
         return "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING"
     if mode == "EVENT_TIME_ORDERING" and not ordering:
