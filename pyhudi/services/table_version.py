@@ -10,7 +10,8 @@ version, and a failure before it leaves the table as it was (:mod:`pyhudi.timeli
 
 What pyhudi does not convert is refused before anything changes, naming it: a pending instant
 (finish or roll it back first: Hudi rolls failed writes back and compacts first), log files in the
-latest slices of a merge-on-read table (compact first), index definitions. An archived timeline
+latest slices of a merge-on-read table (compact first), secondary and expression index definitions
+(the metadata table's own column_stats and record_index definitions go with it). An archived timeline
 moves with the active one: version 6's archive log files become the LSM history of versions 8 and
 9 and back, switched by the same ``hoodie.properties`` update. The metadata table is dropped
 (readers list storage until a writer that keeps one rebuilds it); it holds nothing the data files
@@ -19,27 +20,28 @@ do not.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
-from pyhudi.commit.metadata_sync import prepare_metadata_table
+from pyhudi.commit.metadata_sync import INDEX_DEFS_FILE, prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import bare_partition_fields, update_table_config
 from pyhudi.config.support import (
     COMMIT_TIME_STRATEGY,
-    MERGE_PROPERTY_PREFIX,
-    PAYLOAD_STRATEGY,
     EVENT_TIME_STRATEGY,
     HISTORY_PATH,
     INDEX_DEFS_PATH,
     INITIAL_VERSION,
+    MERGE_PROPERTY_PREFIX,
     MERGE_STRATEGY,
     MERGE_STRATEGY_V6,
     ORDERING_FIELDS,
     PARTIAL_UPDATE_MODE,
+    PAYLOAD_STRATEGY,
     TABLE_FORMAT,
     TIMELINE_PATH,
 )
@@ -104,9 +106,11 @@ def _check(table: HudiTable, to_version: int) -> None:
                 s.log_files for s in table.file_system_view().latest_slices()):
             raise _refuse(table, "its latest file slices have log files, which table versions 6 and 8 name and "
                           "slice differently", "Compact the table first (pyhudi.compact)")
-    if table.config.props.get(INDEX_DEFS_PATH) or table.storage.exists(".hoodie/.index_defs/index.json"):
-        raise _refuse(table, "it has index definitions (.hoodie/.index_defs), which pyhudi does not convert",
-                      "Drop the indexes with Apache Hudi first")
+    foreign = _foreign_index_definitions(table)
+    if foreign:
+        raise _refuse(table, f"it has index definitions pyhudi does not keep ({', '.join(foreign)}, in "
+                      f"{table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE})",
+                      "Drop those indexes with Apache Hudi first (DROP INDEX)")
     if to_version == 9 and version < 9 and table.config.keygen_class == _KEYGEN + "ComplexKeyGenerator" \
             and len(table.config.record_key_fields) == 1:
         raise _refuse(table, "it uses ComplexKeyGenerator with one record key field, whose keys version 9 "
@@ -124,9 +128,12 @@ LEGACY_PAYLOADS = (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, *MODE_OF_LEGACY_PAYLOAD)
 #: ``EightToNineUpgradeHandler.reconcilePartialUpdateModeConfig``
 PARTIAL_MODE_OF_PAYLOAD = {NON_DEFAULTS_PAYLOAD: "IGNORE_DEFAULTS", PARTIAL_UPDATE_PAYLOAD: "IGNORE_DEFAULTS",
                            POSTGRES_DEBEZIUM_PAYLOAD: "FILL_UNAVAILABLE"}
-_DELETE_KEY, _DELETE_MARKER = "hoodie.payload.delete.field", "hoodie.payload.delete.marker"  # DefaultHoodieRecordPayload
-_UNAVAILABLE_VALUE = "hoodie.write.partial.update.unavailable.value"  # HoodieTableConfig.PARTIAL_UPDATE_UNAVAILABLE_VALUE
-_DEBEZIUM_DELETE = {_DELETE_KEY: "_change_operation_type", _DELETE_MARKER: "d"}  # DebeziumConstants FLATTENED_OP_COL_NAME, DELETE_OP
+#: DefaultHoodieRecordPayload.DELETE_KEY / DELETE_MARKER
+_DELETE_KEY, _DELETE_MARKER = "hoodie.payload.delete.field", "hoodie.payload.delete.marker"
+#: HoodieTableConfig.PARTIAL_UPDATE_UNAVAILABLE_VALUE
+_UNAVAILABLE_VALUE = "hoodie.write.partial.update.unavailable.value"
+#: DebeziumConstants.FLATTENED_OP_COL_NAME / DELETE_OP
+_DEBEZIUM_DELETE = {_DELETE_KEY: "_change_operation_type", _DELETE_MARKER: "d"}
 #: ``EightToNineUpgradeHandler.reconcileMergePropertiesConfig``: ``hoodie.record.merge.property.<name>``
 #: of each payload (AWSDmsAvroPayload.OP_FIELD / DELETE_OPERATION_VALUE; HoodieTableConfig.DEBEZIUM_UNAVAILABLE_VALUE)
 MERGE_PROPERTIES_OF_PAYLOAD = {
@@ -141,6 +148,31 @@ ORDERING_OF_PAYLOAD = {MYSQL_DEBEZIUM_PAYLOAD: "_event_bin_file,_event_pos", POS
 MYSQL_SEQ_FIELD = "_event_seq"
 
 
+#: index types of the metadata table's own partitions, which pyhudi keeps or rebuilds (the ones
+#: ``EightToSevenDowngradeHandler`` keeps: files, column_stats, bloom_filters, record_index; and
+#: partition_stats, which pyhudi writes beside column_stats on versions 8 and 9)
+OWN_INDEX_TYPES = ("files", "column_stats", "bloom_filters", "record_index", "partition_stats")
+
+
+def _foreign_index_definitions(table: HudiTable) -> list[str]:
+    """The indexes of the table's ``index.json`` (``hoodie.table.index.defs.path``) that are not
+    the metadata table's own: secondary and expression indexes a user created, or an unreadable
+    file (named as such). pyhudi's metadata table writer defines ``column_stats`` and
+    ``record_index`` there (:func:`pyhudi.commit.metadata_sync.index_definitions`); a version change
+    drops the metadata table and those definitions with it (``prepare_metadata_table``), as Hudi's
+    ``EightToSevenDowngradeHandler`` drops the metadata partitions it does not keep."""
+    path = table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
+    raw = table.storage.read_bytes_or_none(path)
+    if raw is None:
+        return []
+    try:
+        defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {}
+        kinds = {name: str(d.get("indexType") or name) for name, d in defs.items()}
+    except (ValueError, AttributeError):
+        return [f"{path} (not Hudi's index definitions JSON)"]
+    return sorted(name for name, kind in kinds.items() if kind not in OWN_INDEX_TYPES)
+
+
 def _check_payload_version(payload: str, version: int) -> None:
     """EventTimeAvroPayload cannot be kept at table version 8 as Hudi keeps it: Hudi 1.0 records it
     under the merge mode EVENT_TIME_ORDERING (``HoodieTableConfig.inferMergingConfigsForPreV9Table``:
@@ -149,13 +181,22 @@ def _check_payload_version(payload: str, version: int) -> None:
     (``SevenToEightUpgradeHandler.upgradeMergeMode``: only other payloads stay, as CUSTOM). Either way
     the table would merge by another payload than before (a delete of a record with a smaller
     ordering value: EventTimeAvroPayload deletes, DefaultHoodieRecordPayload keeps the record), so it
-    is refused at version 8; version 9 keeps it in ``hoodie.table.legacy.payload.class``."""
+    is refused at version 8; version 9 keeps it in ``hoodie.table.legacy.payload.class``.
+
+    MySqlDebeziumAvroPayload is refused at version 9, whose ordering fields Hudi 1.1 makes the binlog
+    file and position: two fields, which pyhudi reads but does not write with."""
     if payload == EVENT_TIME_PAYLOAD and version == 8:
         raise HudiUnsupportedError(
             "a table whose payload class is EventTimeAvroPayload cannot be at table version 8: Apache Hudi 1.0 "
             "records it as the merge mode EVENT_TIME_ORDERING (and an upgrade from version 6 replaces it), whose "
             "merges are DefaultHoodieRecordPayload's, not EventTimeAvroPayload's; keep the table at version 6, or "
             "create it at version 9 (hoodie.write.table.version=9), which keeps the payload")
+    if payload == MYSQL_DEBEZIUM_PAYLOAD and version == 9:
+        raise HudiUnsupportedError(
+            "pyhudi does not write a table whose payload class is MySqlDebeziumAvroPayload at table version 9: Apache "
+            f"Hudi 1.1 orders its records by two fields there ({ORDERING_OF_PAYLOAD[payload]}, "
+            "EightToNineUpgradeHandler.reconcileOrderingFieldsConfig), and pyhudi writes with one ordering field (it "
+            "reads such tables); keep the table at version 6 or 8, or use Apache Hudi to create or upgrade it")
     if payload not in LEGACY_PAYLOADS:
         raise HudiUnsupportedError(
             f"pyhudi writes tables whose payload class is {payload} at table version 6 only, not {version}; "
@@ -170,6 +211,7 @@ def _upgrade_8_to_9(current: Mapping[str, str], put: Callable[[str, str | None],
     ``HoodieTableConfig.updateAndDeleteProps`` applies them: additions, then removals (so an
     EVENT_TIME_ORDERING table keeps no strategy id)."""
     payload = current.get(P.PAYLOAD_CLASS) or ""
+    _check_payload_version(payload or DEFAULT_PAYLOAD, 9)
     mode = (current.get(P.MERGE_MODE) or "").upper()
     removals = [MERGE_STRATEGY_V6]
     if mode != "CUSTOM":
@@ -340,7 +382,7 @@ def _layout_properties(out: dict[str, str], version: int) -> None:
 
 
 def _payload_creation_properties(out: dict[str, str], payload: str, version: int) -> dict[str, str]:
-    _check_payload_version(payload, 8 if version == 8 else 9)
+    _check_payload_version(payload, version)
     _layout_properties(out, version)
     if payload == EVENT_TIME_PAYLOAD:  # (version 9 only) Hudi 1.0 would record EVENT_TIME_ORDERING
         out[P.MERGE_MODE] = EVENT_TIME
