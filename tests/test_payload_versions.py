@@ -122,8 +122,12 @@ def test_properties_of_each_payload_at_8_and_9_are_hudis(payload):
                      lambda: property_changes(v6, 6, 9)):
             with pytest.raises(HudiUnsupportedError, match="EventTimeAvroPayload cannot be at table version 8"):
                 make()
+        at9 = creation_properties(v6, 9, merge_mode=None)
         with pytest.raises(HudiUnsupportedError, match="EventTimeAvroPayload"):
-            property_changes(creation_properties(v6, 9, merge_mode=None), 9, 8)
+            property_changes(at9, 9, 8)
+        # 9 -> 6 in one change passes 8 without stopping there: the payload comes back
+        assert _merge_props(_apply(at9, property_changes(at9, 9, 6))) == {
+            "hoodie.compaction.payload.class": payload, "hoodie.table.precombine.field": "ts"}
         return
     v8 = {"hoodie.record.merge.mode": "CUSTOM", "hoodie.record.merge.strategy.id": PAYLOAD_ID,
           "hoodie.compaction.payload.class": payload, "hoodie.table.precombine.field": "ts"}

@@ -3,8 +3,10 @@
 
 6 -> 8 rewrites the active timeline in layout 2 (``.hoodie/timeline/``, completion times in the
 names, Avro commit metadata) and records the merge mode, key generator type and initial version;
-8 -> 9 renames the ordering field and retires the payload class (``hoodie.table.legacy.payload.class``);
-downgrades undo them step by step. Whatever the steps, ``hoodie.properties`` changes once, at the
+8 -> 9 renames the ordering field and retires the payload class (``hoodie.table.legacy.payload.class``,
+with the merge mode, partial-update mode and merge properties Hudi 1.1 derives from each payload);
+downgrades undo them step by step. A table created at 8 or 9 gets the properties Hudi 1.0 / 1.1
+create it with (:func:`creation_properties`). Whatever the steps, ``hoodie.properties`` changes once, at the
 end, after every new timeline file is written: that update is the moment the table changes
 version, and a failure before it leaves the table as it was (:mod:`pyhudi.timeline.layout_change`).
 
@@ -235,14 +237,17 @@ def _upgrade_8_to_9(current: Mapping[str, str], put: Callable[[str, str | None],
             put(key, None)
 
 
-def _downgrade_9_to_8(current: Mapping[str, str], put: Callable[[str, str | None], None]) -> None:
+def _downgrade_9_to_8(current: Mapping[str, str], put: Callable[[str, str | None], None], *, final: bool) -> None:
     """``NineToEightDowngradeHandler.reconcileMergeConfigs`` / ``reconcileOrderingFieldsConfig``:
     the partial-update mode goes; a legacy payload becomes the payload class again, the six
     deprecated ones with the CUSTOM mode and the payload-based strategy; the merge properties the
     upgrade derived from the payload go (the handler's doc: "remove any properties with prefix
-    hoodie.record.merge.property."); MySQL's ordering field is ``_event_seq`` again."""
+    hoodie.record.merge.property."); MySQL's ordering field is ``_event_seq`` again. ``final``: the
+    table stays at version 8 (on the way to 6, an EventTimeAvroPayload table is at 8 only between
+    two steps of one change, and ends at 6 with its payload)."""
     legacy = current.get(LEGACY_PAYLOAD) or ""
-    _check_payload_version(legacy or DEFAULT_PAYLOAD, 8)
+    if final:
+        _check_payload_version(legacy or DEFAULT_PAYLOAD, 8)
     if PARTIAL_UPDATE_MODE in current:
         put(PARTIAL_UPDATE_MODE, None)
     if legacy in LEGACY_PAYLOADS:
@@ -307,7 +312,7 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
             _upgrade_8_to_9(current, put)
             version = 9
         elif version == 9:  # NineToEightDowngradeHandler
-            _downgrade_9_to_8(current, put)
+            _downgrade_9_to_8(current, put, final=to_version == 8)
             version = 8
         else:  # 8 -> 6: EightToSevenDowngradeHandler, then nothing from 7 to 6
             mode = (current.get(P.MERGE_MODE) or "").upper()
