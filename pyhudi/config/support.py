@@ -151,7 +151,7 @@ def _refuse_merge(name: str, what: str) -> HudiUnsupportedError:
 #: merges as the legacy payload did, which is what pyhudi implements.
 _PARTIAL_MODE_OF_LEGACY = {
     NON_DEFAULTS_PAYLOAD: ("IGNORE_DEFAULTS",),
-    PARTIAL_UPDATE_PAYLOAD: ("KEEP_VALUES",),
+    PARTIAL_UPDATE_PAYLOAD: ("IGNORE_DEFAULTS", "KEEP_VALUES"),  # EightToNineUpgradeHandler: IGNORE_DEFAULTS
     POSTGRES_DEBEZIUM_PAYLOAD: ("IGNORE_MARKERS", "FILL_UNAVAILABLE"),
 }
 #: merge properties (``hoodie.record.merge.property.<name>``) table version 9 records for them

@@ -3,14 +3,17 @@
 
 6 -> 8 rewrites the active timeline in layout 2 (``.hoodie/timeline/``, completion times in the
 names, Avro commit metadata) and records the merge mode, key generator type and initial version;
-8 -> 9 renames the ordering field and retires the payload class (``hoodie.table.legacy.payload.class``);
-downgrades undo them step by step. Whatever the steps, ``hoodie.properties`` changes once, at the
+8 -> 9 renames the ordering field and retires the payload class (``hoodie.table.legacy.payload.class``,
+with the merge mode, partial-update mode and merge properties Hudi 1.1 derives from each payload);
+downgrades undo them step by step. A table created at 8 or 9 gets the properties Hudi 1.0 / 1.1
+create it with (:func:`creation_properties`). Whatever the steps, ``hoodie.properties`` changes once, at the
 end, after every new timeline file is written: that update is the moment the table changes
 version, and a failure before it leaves the table as it was (:mod:`pyhudi.timeline.layout_change`).
 
 What pyhudi does not convert is refused before anything changes, naming it: a pending instant
 (finish or roll it back first: Hudi rolls failed writes back and compacts first), log files in the
-latest slices of a merge-on-read table (compact first), index definitions. An archived timeline
+latest slices of a merge-on-read table (compact first), secondary and expression index definitions
+(the metadata table's own column_stats and record_index definitions go with it). An archived timeline
 moves with the active one: version 6's archive log files become the LSM history of versions 8 and
 9 and back, switched by the same ``hoodie.properties`` update. The metadata table is dropped
 (readers list storage until a writer that keeps one rebuilds it); it holds nothing the data files
@@ -19,12 +22,13 @@ do not.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
-from pyhudi.commit.metadata_sync import prepare_metadata_table
+from pyhudi.commit.metadata_sync import INDEX_DEFS_FILE, prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import bare_partition_fields, update_table_config
@@ -34,14 +38,25 @@ from pyhudi.config.support import (
     HISTORY_PATH,
     INDEX_DEFS_PATH,
     INITIAL_VERSION,
+    MERGE_PROPERTY_PREFIX,
     MERGE_STRATEGY,
     MERGE_STRATEGY_V6,
     ORDERING_FIELDS,
     PARTIAL_UPDATE_MODE,
+    PAYLOAD_STRATEGY,
     TABLE_FORMAT,
     TIMELINE_PATH,
 )
-from pyhudi.config.table import DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD
+from pyhudi.config.table import (
+    AWS_DMS_PAYLOAD,
+    DEFAULT_PAYLOAD,
+    EVENT_TIME_PAYLOAD,
+    MYSQL_DEBEZIUM_PAYLOAD,
+    NON_DEFAULTS_PAYLOAD,
+    OVERWRITE_PAYLOAD,
+    PARTIAL_UPDATE_PAYLOAD,
+    POSTGRES_DEBEZIUM_PAYLOAD,
+)
 from pyhudi.errors import HudiUnsupportedError
 from pyhudi.table.table import HudiTable
 from pyhudi.timeline.layout_change import remove_old, write_converted, write_converted_archive
@@ -93,25 +108,161 @@ def _check(table: HudiTable, to_version: int) -> None:
                 s.log_files for s in table.file_system_view().latest_slices()):
             raise _refuse(table, "its latest file slices have log files, which table versions 6 and 8 name and "
                           "slice differently", "Compact the table first (pyhudi.compact)")
-    if table.config.props.get(INDEX_DEFS_PATH) or table.storage.exists(".hoodie/.index_defs/index.json"):
-        raise _refuse(table, "it has index definitions (.hoodie/.index_defs), which pyhudi does not convert",
-                      "Drop the indexes with Apache Hudi first")
+    foreign = _foreign_index_definitions(table)
+    if foreign:
+        raise _refuse(table, f"it has index definitions pyhudi does not keep ({', '.join(foreign)}, in "
+                      f"{table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE})",
+                      "Drop those indexes with Apache Hudi first (DROP INDEX)")
     if to_version == 9 and version < 9 and table.config.keygen_class == _KEYGEN + "ComplexKeyGenerator" \
             and len(table.config.record_key_fields) == 1:
         raise _refuse(table, "it uses ComplexKeyGenerator with one record key field, whose keys version 9 "
                       "encodes as field:value", "Keep the table at version 8 or below")
 
 
+#: The six payloads Hudi 1.1 deprecates beside the two of the merge modes
+#: (``UpgradeDowngradeUtils.PAYLOAD_CLASSES_TO_HANDLE`` holds all eight), by the merge mode
+#: ``EightToNineUpgradeHandler`` gives each (``PAYLOADS_MAPPED_TO_EVENT_TIME_MERGE_MODE`` /
+#: ``..._COMMIT_TIME_MERGE_MODE``)
+MODE_OF_LEGACY_PAYLOAD = {
+    EVENT_TIME_PAYLOAD: EVENT_TIME, MYSQL_DEBEZIUM_PAYLOAD: EVENT_TIME, PARTIAL_UPDATE_PAYLOAD: EVENT_TIME,
+    POSTGRES_DEBEZIUM_PAYLOAD: EVENT_TIME, AWS_DMS_PAYLOAD: COMMIT_TIME, NON_DEFAULTS_PAYLOAD: COMMIT_TIME}
+LEGACY_PAYLOADS = (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD, *MODE_OF_LEGACY_PAYLOAD)
+#: ``EightToNineUpgradeHandler.reconcilePartialUpdateModeConfig``
+PARTIAL_MODE_OF_PAYLOAD = {NON_DEFAULTS_PAYLOAD: "IGNORE_DEFAULTS", PARTIAL_UPDATE_PAYLOAD: "IGNORE_DEFAULTS",
+                           POSTGRES_DEBEZIUM_PAYLOAD: "FILL_UNAVAILABLE"}
+#: DefaultHoodieRecordPayload.DELETE_KEY / DELETE_MARKER
+_DELETE_KEY, _DELETE_MARKER = "hoodie.payload.delete.field", "hoodie.payload.delete.marker"
+#: HoodieTableConfig.PARTIAL_UPDATE_UNAVAILABLE_VALUE
+_UNAVAILABLE_VALUE = "hoodie.write.partial.update.unavailable.value"
+#: DebeziumConstants.FLATTENED_OP_COL_NAME / DELETE_OP
+_DEBEZIUM_DELETE = {_DELETE_KEY: "_change_operation_type", _DELETE_MARKER: "d"}
+#: ``EightToNineUpgradeHandler.reconcileMergePropertiesConfig``: ``hoodie.record.merge.property.<name>``
+#: of each payload (AWSDmsAvroPayload.OP_FIELD / DELETE_OPERATION_VALUE; HoodieTableConfig.DEBEZIUM_UNAVAILABLE_VALUE)
+MERGE_PROPERTIES_OF_PAYLOAD = {
+    AWS_DMS_PAYLOAD: {_DELETE_KEY: "Op", _DELETE_MARKER: "D"},
+    POSTGRES_DEBEZIUM_PAYLOAD: {_UNAVAILABLE_VALUE: "__debezium_unavailable_value", **_DEBEZIUM_DELETE},
+    MYSQL_DEBEZIUM_PAYLOAD: dict(_DEBEZIUM_DELETE)}
+#: ``EightToNineUpgradeHandler.reconcileOrderingFieldsConfig``: the Debezium payloads order by their
+#: source position (DebeziumConstants FLATTENED_FILE_COL_NAME, FLATTENED_POS_COL_NAME, FLATTENED_LSN_COL_NAME)
+ORDERING_OF_PAYLOAD = {MYSQL_DEBEZIUM_PAYLOAD: "_event_bin_file,_event_pos", POSTGRES_DEBEZIUM_PAYLOAD: "_event_lsn"}
+#: ``NineToEightDowngradeHandler.reconcileOrderingFieldsConfig``: MySQL's precombine field again
+#: (DebeziumConstants.ADDED_SEQ_COL_NAME)
+MYSQL_SEQ_FIELD = "_event_seq"
+
+
+#: index types of the metadata table's own partitions, which pyhudi keeps or rebuilds (the ones
+#: ``EightToSevenDowngradeHandler`` keeps: files, column_stats, bloom_filters, record_index; and
+#: partition_stats, which pyhudi writes beside column_stats on versions 8 and 9)
+OWN_INDEX_TYPES = ("files", "column_stats", "bloom_filters", "record_index", "partition_stats")
+
+
+def _foreign_index_definitions(table: HudiTable) -> list[str]:
+    """The indexes of the table's ``index.json`` (``hoodie.table.index.defs.path``) that are not
+    the metadata table's own: secondary and expression indexes a user created, or an unreadable
+    file (named as such). pyhudi's metadata table writer defines ``column_stats`` and
+    ``record_index`` there (:func:`pyhudi.commit.metadata_sync.index_definitions`); a version change
+    drops the metadata table and those definitions with it (``prepare_metadata_table``), as Hudi's
+    ``EightToSevenDowngradeHandler`` drops the metadata partitions it does not keep."""
+    path = table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
+    raw = table.storage.read_bytes_or_none(path)
+    if raw is None:
+        return []
+    try:
+        defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {}
+        kinds = {name: str(d.get("indexType") or name) for name, d in defs.items()}
+    except (ValueError, AttributeError):
+        return [f"{path} (not Hudi's index definitions JSON)"]
+    return sorted(name for name, kind in kinds.items() if kind not in OWN_INDEX_TYPES)
+
+
 def _check_payload_version(payload: str, version: int) -> None:
-    """Table versions 8 and 9 record a payload other than the two of the merge modes in ways of
-    their own (version 8: the CUSTOM mode with the payload-based merger; version 9: the legacy
-    payload class with the partial-update mode and merge properties Hudi 1.1 derives from it), which
-    pyhudi reads but does not write: such a table is written at version 6."""
-    if payload not in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
+    """EventTimeAvroPayload cannot be kept at table version 8 as Hudi keeps it: Hudi 1.0 records it
+    under the merge mode EVENT_TIME_ORDERING (``HoodieTableConfig.inferMergingConfigsForPreV9Table``:
+    ``inferRecordMergeModeFromPayloadClass``), and upgrading from 6 replaces it by
+    DefaultHoodieRecordPayload or OverwriteWithLatestAvroPayload
+    (``SevenToEightUpgradeHandler.upgradeMergeMode``: only other payloads stay, as CUSTOM). Either way
+    the table would merge by another payload than before (a delete of a record with a smaller
+    ordering value: EventTimeAvroPayload deletes, DefaultHoodieRecordPayload keeps the record), so it
+    is refused at version 8; version 9 keeps it in ``hoodie.table.legacy.payload.class``.
+
+    MySqlDebeziumAvroPayload is refused at version 9, whose ordering fields Hudi 1.1 makes the binlog
+    file and position: two fields, which pyhudi reads but does not write with."""
+    if payload == EVENT_TIME_PAYLOAD and version == 8:
         raise HudiUnsupportedError(
-            f"pyhudi writes tables whose payload class is {payload.rsplit('.', 1)[1]} at table version 6 only (it "
-            f"reads them at versions 8 and 9), not {version}: set hoodie.write.table.version=6, or use Apache Hudi "
-            "to create or upgrade the table")
+            "a table whose payload class is EventTimeAvroPayload cannot be at table version 8: Apache Hudi 1.0 "
+            "records it as the merge mode EVENT_TIME_ORDERING (and an upgrade from version 6 replaces it), whose "
+            "merges are DefaultHoodieRecordPayload's, not EventTimeAvroPayload's; keep the table at version 6, or "
+            "create it at version 9 (hoodie.write.table.version=9), which keeps the payload")
+    if payload == MYSQL_DEBEZIUM_PAYLOAD and version == 9:
+        raise HudiUnsupportedError(
+            "pyhudi does not write a table whose payload class is MySqlDebeziumAvroPayload at table version 9: Apache "
+            f"Hudi 1.1 orders its records by two fields there ({ORDERING_OF_PAYLOAD[payload]}, "
+            "EightToNineUpgradeHandler.reconcileOrderingFieldsConfig), and pyhudi writes with one ordering field (it "
+            "reads such tables); keep the table at version 6 or 8, or use Apache Hudi to create or upgrade it")
+    if payload not in LEGACY_PAYLOADS:
+        raise HudiUnsupportedError(
+            f"pyhudi writes tables whose payload class is {payload} at table version 6 only, not {version}; "
+            "set hoodie.write.table.version=6, or use Apache Hudi to create or upgrade the table")
+
+
+def _upgrade_8_to_9(current: Mapping[str, str], put: Callable[[str, str | None], None]) -> None:
+    """``EightToNineUpgradeHandler.upgrade`` (Hudi 1.1): the merge mode and strategy of a deprecated
+    payload (``reconcileMergeModeConfig``), its partial-update mode and merge properties, the
+    payload moved to ``hoodie.table.legacy.payload.class`` (``reconcilePayloadClassConfig``), the
+    ordering fields (``reconcileOrderingFieldsConfig``). The handler's changes are applied as
+    ``HoodieTableConfig.updateAndDeleteProps`` applies them: additions, then removals (so an
+    EVENT_TIME_ORDERING table keeps no strategy id)."""
+    payload = current.get(P.PAYLOAD_CLASS) or ""
+    _check_payload_version(payload or DEFAULT_PAYLOAD, 9)
+    mode = (current.get(P.MERGE_MODE) or "").upper()
+    removals = [MERGE_STRATEGY_V6]
+    if mode != "CUSTOM":
+        removals.append(MERGE_STRATEGY)
+    if payload in MODE_OF_LEGACY_PAYLOAD:
+        put(P.MERGE_MODE, MODE_OF_LEGACY_PAYLOAD[payload])
+        put(MERGE_STRATEGY, STRATEGY_OF_MODE[MODE_OF_LEGACY_PAYLOAD[payload]])
+    if payload in PARTIAL_MODE_OF_PAYLOAD:
+        put(PARTIAL_UPDATE_MODE, PARTIAL_MODE_OF_PAYLOAD[payload])
+    for name, value in MERGE_PROPERTIES_OF_PAYLOAD.get(payload, {}).items():
+        put(MERGE_PROPERTY_PREFIX + name, value)
+    if payload in LEGACY_PAYLOADS:
+        put(LEGACY_PAYLOAD, payload)
+        removals.append(P.PAYLOAD_CLASS)
+    ordering = ORDERING_OF_PAYLOAD.get(payload) or current.get(P.PRECOMBINE_FIELD)
+    if ordering:
+        put(ORDERING_FIELDS, ordering)
+        removals.append(P.PRECOMBINE_FIELD)
+    for key in removals:
+        if key in current:
+            put(key, None)
+
+
+def _downgrade_9_to_8(current: Mapping[str, str], put: Callable[[str, str | None], None], *, final: bool) -> None:
+    """``NineToEightDowngradeHandler.reconcileMergeConfigs`` / ``reconcileOrderingFieldsConfig``:
+    the partial-update mode goes; a legacy payload becomes the payload class again, the six
+    deprecated ones with the CUSTOM mode and the payload-based strategy; the merge properties the
+    upgrade derived from the payload go (the handler's doc: "remove any properties with prefix
+    hoodie.record.merge.property."); MySQL's ordering field is ``_event_seq`` again. ``final``: the
+    table stays at version 8 (on the way to 6, an EventTimeAvroPayload table is at 8 only between
+    two steps of one change, and ends at 6 with its payload)."""
+    legacy = current.get(LEGACY_PAYLOAD) or ""
+    if final:
+        _check_payload_version(legacy or DEFAULT_PAYLOAD, 8)
+    if PARTIAL_UPDATE_MODE in current:
+        put(PARTIAL_UPDATE_MODE, None)
+    if legacy in LEGACY_PAYLOADS:
+        put(P.PAYLOAD_CLASS, legacy)
+        put(LEGACY_PAYLOAD, None)
+        if legacy in MODE_OF_LEGACY_PAYLOAD:
+            put(MERGE_STRATEGY, PAYLOAD_STRATEGY)
+            put(P.MERGE_MODE, "CUSTOM")
+            for key in [k for k in current if k.startswith(MERGE_PROPERTY_PREFIX)]:
+                put(key, None)
+    ordering = MYSQL_SEQ_FIELD if legacy == MYSQL_DEBEZIUM_PAYLOAD else current.get(ORDERING_FIELDS)
+    if ordering:
+        put(P.PRECOMBINE_FIELD, ordering)
+        if ORDERING_FIELDS in current:
+            put(ORDERING_FIELDS, None)
 
 
 def property_changes(props: Mapping[str, str], from_version: int, to_version: int, *,
@@ -137,13 +288,18 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
     while version != to_version:
         if version == 6 and to_version > 6:  # SevenToEightUpgradeHandler
             payload = current.get(P.PAYLOAD_CLASS) or DEFAULT_PAYLOAD
-            _check_payload_version(payload, to_version)
-            mor_ordered = current.get(P.TYPE) == P.MERGE_ON_READ and current.get(P.PRECOMBINE_FIELD)
-            mode = EVENT_TIME if payload == DEFAULT_PAYLOAD or mor_ordered else COMMIT_TIME
-            put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
-            put(P.MERGE_MODE, mode)
-            put(MERGE_STRATEGY, STRATEGY_OF_MODE[mode])
-            put(MERGE_STRATEGY_V6, STRATEGY_OF_MODE[mode])
+            _check_payload_version(payload, 8)
+            if payload in MODE_OF_LEGACY_PAYLOAD:  # upgradeMergeMode: isCustomPayloadClass
+                put(P.MERGE_MODE, "CUSTOM")
+                put(MERGE_STRATEGY, PAYLOAD_STRATEGY)
+                put(MERGE_STRATEGY_V6, PAYLOAD_STRATEGY)
+            else:
+                mor_ordered = current.get(P.TYPE) == P.MERGE_ON_READ and current.get(P.PRECOMBINE_FIELD)
+                mode = EVENT_TIME if payload == DEFAULT_PAYLOAD or mor_ordered else COMMIT_TIME
+                put(P.PAYLOAD_CLASS, DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD)
+                put(P.MERGE_MODE, mode)
+                put(MERGE_STRATEGY, STRATEGY_OF_MODE[mode])
+                put(MERGE_STRATEGY_V6, STRATEGY_OF_MODE[mode])
             put(INITIAL_VERSION, str(from_version))
             put(TIMELINE_PATH, "timeline")
             kind = KEYGEN_TYPES.get(current.get(P.KEYGEN_CLASS, ""))
@@ -153,23 +309,10 @@ def property_changes(props: Mapping[str, str], from_version: int, to_version: in
                 put(P.PARTITION_FIELDS, ",".join(f.strip() for f in partition_path_field.split(",") if f.strip()))
             version = 8
         elif version == 8 and to_version > 8:  # EightToNineUpgradeHandler
-            if current.get(P.PRECOMBINE_FIELD):
-                put(ORDERING_FIELDS, current[P.PRECOMBINE_FIELD])
-                put(P.PRECOMBINE_FIELD, None)
-            put(MERGE_STRATEGY, None)
-            put(MERGE_STRATEGY_V6, None)
-            if current.get(P.PAYLOAD_CLASS) in (DEFAULT_PAYLOAD, OVERWRITE_PAYLOAD):
-                put(LEGACY_PAYLOAD, current[P.PAYLOAD_CLASS])
-                put(P.PAYLOAD_CLASS, None)
+            _upgrade_8_to_9(current, put)
             version = 9
         elif version == 9:  # NineToEightDowngradeHandler
-            put(PARTIAL_UPDATE_MODE, None)
-            if current.get(LEGACY_PAYLOAD):
-                put(P.PAYLOAD_CLASS, current[LEGACY_PAYLOAD])
-                put(LEGACY_PAYLOAD, None)
-            if current.get(ORDERING_FIELDS):
-                put(P.PRECOMBINE_FIELD, current[ORDERING_FIELDS])
-                put(ORDERING_FIELDS, None)
+            _downgrade_9_to_8(current, put, final=to_version == 8)
             version = 8
         else:  # 8 -> 6: EightToSevenDowngradeHandler, then nothing from 7 to 6
             mode = (current.get(P.MERGE_MODE) or "").upper()
@@ -197,34 +340,73 @@ def creation_properties(props: Mapping[str, str], version: int, *, merge_mode: s
     ``hoodie.table.ordering.fields``. Both record the key generator by type, the initial version and
     the timeline folders; 9 adds ``hoodie.table.format``.
 
+    A payload of its own (one of the six Hudi 1.1 deprecates) makes at version 8 the CUSTOM mode
+    with the payload and the payload-based strategy (``HoodieTableConfig.inferMergingConfigsForPreV9Table``:
+    ``inferRecordMergeModeFromPayloadClass`` gives CUSTOM, ``HoodieRecordMerger.getRecordMergeStrategyId``
+    the payload-based id; ``HoodieTableMetaClient.TableBuilder.build`` stores the trio), and at version 9
+    what the 8 -> 9 upgrade makes of that (``inferMergingConfigsForV9TableCreation``: "fits the same
+    behavior of upgrade from 8 to 9"): mode, strategy, legacy payload, partial-update mode, merge
+    properties and ordering fields of :func:`_upgrade_8_to_9`.
+
     ``merge_mode``: the one the writer asked for; None infers Hudi's (event-time ordering where the
     table has an ordering field, else commit-time)."""
     out = dict(props)
     if version not in (8, 9):
         return out
-    _check_payload_version(out.get(P.PAYLOAD_CLASS) or OVERWRITE_PAYLOAD, version)
+    payload = out.get(P.PAYLOAD_CLASS) or OVERWRITE_PAYLOAD
+    if payload in MODE_OF_LEGACY_PAYLOAD:
+        return _payload_creation_properties(out, payload, version)
+    _check_payload_version(payload, version)
     ordering = out.pop(P.PRECOMBINE_FIELD, None)
     mode = merge_mode or (EVENT_TIME if ordering else COMMIT_TIME)
     out.pop(P.PAYLOAD_CLASS, None)
-    kind = KEYGEN_TYPES.get(out.pop(P.KEYGEN_CLASS, ""))
-    if kind:
-        out[P.KEYGEN_TYPE] = kind
-    out[INITIAL_VERSION] = str(version)
-    out[TIMELINE_PATH] = "timeline"
-    out[HISTORY_PATH] = "history"
+    _layout_properties(out, version)
     out[P.MERGE_MODE] = mode
     if version == 8:
         if ordering:
             out[P.PRECOMBINE_FIELD] = ordering
         out[P.PAYLOAD_CLASS] = DEFAULT_PAYLOAD if mode == EVENT_TIME else OVERWRITE_PAYLOAD
         out[MERGE_STRATEGY] = STRATEGY_OF_MODE[mode]
-    else:
-        if ordering:
-            out[ORDERING_FIELDS] = ordering
+    elif ordering:
+        out[ORDERING_FIELDS] = ordering
+    return out
+
+
+def _layout_properties(out: dict[str, str], version: int) -> None:
+    """The properties of a new table of version 8 or 9 besides the merge ones (in place)."""
+    kind = KEYGEN_TYPES.get(out.pop(P.KEYGEN_CLASS, ""))
+    if kind:
+        out[P.KEYGEN_TYPE] = kind
+    out[INITIAL_VERSION] = str(version)
+    out[TIMELINE_PATH] = "timeline"
+    out[HISTORY_PATH] = "history"
+    if version == 9:
         out[TABLE_FORMAT] = "native"
     out[P.VERSION] = str(version)
     out[P.LAYOUT_VERSION] = "2"
-    return out
+
+
+def _payload_creation_properties(out: dict[str, str], payload: str, version: int) -> dict[str, str]:
+    _check_payload_version(payload, version)
+    _layout_properties(out, version)
+    if payload == EVENT_TIME_PAYLOAD:  # (version 9 only) Hudi 1.0 would record EVENT_TIME_ORDERING
+        out[P.MERGE_MODE] = EVENT_TIME
+        out[MERGE_STRATEGY] = EVENT_TIME_STRATEGY
+    else:
+        out[P.MERGE_MODE] = "CUSTOM"
+        out[MERGE_STRATEGY] = PAYLOAD_STRATEGY
+    if version == 8:
+        return out
+    current = dict(out)
+
+    def put(key: str, value: str | None) -> None:
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+
+    _upgrade_8_to_9(out, put)
+    return current
 
 
 def change_version(table: HudiTable, to_version: int, cfg: HudiConfig | None = None, *,

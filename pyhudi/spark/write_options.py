@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
+from pyhudi.config.support import LEGACY_PAYLOAD_CLASS
 from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
 from pyhudi.io.avro_schema import META_FIELDS
@@ -257,6 +258,11 @@ def _payload_against_merge_mode(cfg: HudiConfig, table: HudiTable) -> str | None
             or mode not in PAYLOAD_OF_MERGE_MODE:
         return None
     payload = cfg.get(C.PAYLOAD_CLASS)
+    legacy = table.properties.get(LEGACY_PAYLOAD_CLASS)  # version 9 keeps the payload it merges by there
+    if legacy:
+        return None if legacy == payload else \
+            f"  {C.PAYLOAD_CLASS.key}: write option {cfg.raw[C.PAYLOAD_CLASS.key]!r}, table has " \
+            f"{LEGACY_PAYLOAD_CLASS}={legacy!r}"
     if MERGE_MODE_OF_PAYLOAD.get(payload) == mode:
         return None
     return (f"  {C.PAYLOAD_CLASS.key}: write option {cfg.raw[C.PAYLOAD_CLASS.key]!r} (merge mode "
@@ -367,7 +373,7 @@ def creation_merge_mode(cfg: HudiConfig) -> str:
     ordering = cfg.get(C.PRECOMBINE_FIELD) if cfg.is_set(C.PRECOMBINE_FIELD) else None
     mode = cfg.get(C.RECORD_MERGE_MODE)
     if mode is None and cfg.is_set(C.PAYLOAD_CLASS):
-        mode = MERGE_MODE_OF_PAYLOAD[cfg.get(C.PAYLOAD_CLASS)]
+        mode = MERGE_MODE_OF_PAYLOAD.get(cfg.get(C.PAYLOAD_CLASS))  # (the six others: creation_properties)
     if mode is None:
         return "EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING"
     if mode == "EVENT_TIME_ORDERING" and not ordering:
