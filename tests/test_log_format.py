@@ -696,6 +696,7 @@ def test_a_block_of_partial_records_is_read_as_partial_and_refused_where_hudi_ca
     assert scan.partial[0].columns == (*rows.column_names,)
     stored = rows.append_column("w", pa.array(["kept"])).set_column(5, "v", pa.array([0]))
     merged, _ = merge_slice(stored, scan, wide, MergeSpec.of(None, None))
-    assert merged.select(["_hoodie_record_key", "v", "w"]).to_pylist() == [{"_hoodie_record_key": "a", "v": 1, "w": "kept"}]
+    assert merged.select(["_hoodie_record_key", "v", "w"]).to_pylist() == [
+        {"_hoodie_record_key": "a", "v": 1, "w": "kept"}]
     with pytest.raises(HudiUnsupportedError, match=r"IS_PARTIAL=true.*PartialUpdateAvroPayload"):
         merge_slice(None, scan, wide, MergeSpec.of(None, PARTIAL_UPDATE_PAYLOAD))

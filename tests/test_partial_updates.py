@@ -203,3 +203,140 @@ def test_counts_and_no_python_loop_over_rows():
     got = _merged(base, blocks, SPEC)
     assert len(got) == n - 9 and got[keys[0]]["a"] == -1 and got[keys[0]]["b"] == "s"
     assert np.all([got[k]["a"] == i for i, k in enumerate(keys) if i % 2 and i >= 10])
+
+
+# -- Spark -------------------------------------------------------------------------------------
+def _frame(spark, table: pa.Table):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table.to_pylist(), from_arrow_schema(table.schema))
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(_slices(), st.booleans())
+def test_the_spark_join_of_a_partial_slice_equals_the_slice_merge(spark, case, ordered):
+    """The Spark join read (:func:`pyhudi.spark.merged.merged_records`, both its OverwriteWithLatest
+    and its DefaultHoodieRecordPayload plans) over the log side of a slice with partial blocks
+    (:func:`pyhudi.read.merge.partial_log_state`) gives what :func:`merge_slice` gives."""
+    from pyhudi.read.merge import partial_log_state
+    from pyhudi.spark.merged import BASE_ROW, BASE_SIZE, log_side_rows, log_side_schema, merged_records
+
+    base, blocks = case
+    spec = SPEC if ordered else MergeSpec.of(None, OVERWRITE_PAYLOAD)
+    base_table = _rows([{**r, "_hoodie_record_key": k, "_hoodie_commit_time": "0"} for k, r in base.items()],
+                       SCHEMA.names) if base else None
+    expected, _ = merge_slice(base_table, _scan(blocks), SCHEMA, spec)
+    state = partial_log_state(base_table, _scan(blocks), SCHEMA, spec)
+    stored = base_table.column("_hoodie_record_key") if base_table is not None else None
+    logs = _frame(spark, log_side_rows(state, "f1", stored, 1234, SCHEMA, log_side_schema(SCHEMA, spec)))
+    base_df = None
+    if base_table is not None:
+        with_pos = base_table.append_column(BASE_ROW, pa.array(range(base_table.num_rows), pa.int64()))
+        base_df = _frame(spark, with_pos.append_column(BASE_SIZE, pa.array([1234] * base_table.num_rows, pa.int64())))
+    got = merged_records(base_df, logs, SCHEMA.names, spec).collect()
+    assert sorted((r.asDict() for r in got), key=lambda r: r["_hoodie_record_key"]) == expected.to_pylist()
+
+
+def _options(**extra: str) -> dict[str, str]:
+    return {"hoodie.table.name": "t", "hoodie.datasource.write.table.type": "MERGE_ON_READ",
+            "hoodie.datasource.write.recordkey.field": "id", "hoodie.datasource.write.partitionpath.field": "",
+            "hoodie.datasource.write.precombine.field": "_ts", "hoodie.metadata.enable": "false",
+            "hoodie.write.table.version": "8", "hoodie.parquet.small.file.limit": "0", **extra}
+
+
+def _log_blocks(path):
+    from pathlib import Path
+
+    from pyhudi.io.log_format import BlockType, read_blocks
+
+    found = []
+    for f in sorted(Path(path).rglob(".*.log.*")):
+        found += [b for b in read_blocks(f.read_bytes(), source=str(f)) if b.block_type == BlockType.AVRO_DATA_BLOCK]
+    return found
+
+
+def _slice_merge_rows(path: str) -> list[dict]:
+    """The snapshot as the executors' slice merge gives it (``read_slice``: pyhudi.read without stored
+    keys, the data source, CDC, compaction)."""
+    from pyhudi.read.merge import read_slice
+    from pyhudi.table.table import HudiTable
+
+    table = HudiTable(path)
+    view = table.file_system_view()
+    spec = MergeSpec.of(table.config.merge_ordering_field, table.config.payload_class)
+    schema = table.arrow_schema()
+    out: list[dict] = []
+    for piece in view.latest_slices():
+        out += read_slice(table.storage, piece.to_read(), schema, spec, view.visibility())[0].to_pylist()
+    return out
+
+
+def _sorted(rows) -> list[dict]:
+    cols = ["id", "name", "price", "_ts", "description"]
+    return sorted(({c: r[c] for c in cols} for r in rows), key=lambda r: r["id"])
+
+
+def test_merge_into_a_v8_mor_table_writes_partial_blocks_read_everywhere_as_hudi_merges_them(spark, tmp_path):
+    """``TestPartialUpdateForMergeInto.testPartialUpdate`` (MOR, Avro log blocks) with pyhudi.merge:
+    each statement writes a log block of its assigned columns (``validateLogBlock``: the block's
+    schema fields minus the meta fields are [price, _ts], then [_ts, description]; IS_PARTIAL=true),
+    and the snapshot is Hudi's expected answer through the Spark join read, the datasource's slice
+    merge (pyarrow), and after compaction."""
+    import json
+
+    import pyhudi
+    from pyhudi.io.avro_schema import META_FIELDS
+    from pyhudi.io.log_format import HeaderKey
+
+    path = str(tmp_path / "t")
+    rows = [(1, "a1", 10.0, 1000, "a1: desc1"), (2, "a2", 20.0, 1200, "a2: desc2"), (3, "a3", 30.0, 1250, "a3: desc3")]
+    cols = "id int, name string, price double, _ts long, description string"
+    pyhudi.write(spark.createDataFrame(rows, cols), path, _options())
+    src = spark.createDataFrame([(1, "a1", 12.0, 1001), (3, "a3", 25.0, 1260)], "id int, name string, price double, ts long")
+    r1 = pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(
+        set={"price": "s.price", "_ts": "s.ts"}).execute()
+    assert r1.stats["partial_update"] is True
+    src = spark.createDataFrame([(1, "a1: updated desc1", 1023), (2, "a2: updated desc2", 1270)],
+                                "id int, description string, ts long")
+    pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(
+        set={"description": "s.description", "_ts": "s.ts"}).execute()
+    blocks = _log_blocks(path)
+    assert [b.header.get(HeaderKey.IS_PARTIAL) for b in blocks] == ["true", "true"]
+    fields = [[f["name"] for f in json.loads(b.schema)["fields"]] for b in blocks]
+    assert [f[:5] for f in fields] == [list(META_FIELDS)] * 2
+    assert sorted(f[5:] for f in fields) == [["_ts", "description"], ["price", "_ts"]]
+    expected = [{"id": 1, "name": "a1", "price": 12.0, "_ts": 1023, "description": "a1: updated desc1"},
+                {"id": 2, "name": "a2", "price": 20.0, "_ts": 1270, "description": "a2: updated desc2"},
+                {"id": 3, "name": "a3", "price": 25.0, "_ts": 1260, "description": "a3: desc3"}]
+    assert _sorted(pyhudi.read(spark, path).collect()) == expected  # Spark join of base rows and log side
+    assert _sorted(_slice_merge_rows(path)) == expected  # each slice merged by read_slice (pyarrow)
+    pyhudi.compact(spark, path)
+    assert _sorted(pyhudi.read(spark, path).collect()) == expected  # compaction merged the slice (pyarrow)
+
+
+def test_merge_writes_whole_records_where_partial_blocks_are_not_hudis_or_not_safe(spark, tmp_path):
+    """Whole records: option off, version 6, the ordering field not assigned, or rows inserted."""
+    import pyhudi
+    from pyhudi.io.log_format import HeaderKey
+
+    cols = "id int, name string, price double, _ts long, description string"
+    rows = [(1, "a1", 10.0, 1000, "d1"), (2, "a2", 20.0, 1200, "d2")]
+    cases = {"off": ({"hoodie.spark.sql.merge.into.partial.updates": "false"}, {"price": "s.price", "_ts": "s.ts"}),
+             "v6": ({"hoodie.write.table.version": "6"}, {"price": "s.price", "_ts": "s.ts"}),
+             "no_ordering": ({}, {"price": "s.price"})}
+    src = spark.createDataFrame([(1, 12.0, 1001)], "id int, price double, ts long")
+    for name, (extra, assign) in cases.items():
+        path = str(tmp_path / name)
+        pyhudi.write(spark.createDataFrame(rows, cols), path, _options(**extra))
+        result = pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(set=assign).execute(
+            {k: v for k, v in extra.items() if k.startswith("hoodie.spark")})
+        assert result.stats["partial_update"] is False, name
+        assert [b.header.get(HeaderKey.IS_PARTIAL) for b in _log_blocks(path)] == [None], name
+    path = str(tmp_path / "insert")
+    pyhudi.write(spark.createDataFrame(rows, cols), path, _options())
+    src = spark.createDataFrame([(1, 12.0, 1001), (9, 1.0, 1)], "id int, price double, ts long")
+    result = pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(
+        set={"price": "s.price", "_ts": "s.ts"}).when_not_matched_insert(
+        values={"id": "s.id", "price": "s.price", "_ts": "s.ts"}).execute()
+    assert result.stats["partial_update"] is False

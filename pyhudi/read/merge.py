@@ -29,7 +29,6 @@ All steps are column-wise (sorts, hash lookups, masks); there is no per-row Pyth
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,7 +56,7 @@ from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_st
 from pyhudi.storage import Storage
 
 __all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice", "log_state",
-           "scan_logs", "key_columns"]
+           "scan_logs", "key_columns", "log_state", "partial_log_state", "slice_log_state"]
 
 _POS = "_pyhudi_pos"
 
@@ -408,3 +407,47 @@ def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
             delete_order = pc.take(real, at)
     return winners.append_column(LOG_DELETED, deleted).append_column(LOG_DELETE_ORDER, delete_order) \
         .append_column(LOG_PAYLOAD_DELETE, payload_deleted)
+
+
+def partial_log_state(base: pa.Table | None, scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
+    """:func:`log_state` of a slice with partial blocks (``scan.partial``), in the same columns.
+
+    A partial record's columns overlay the base record (:mod:`pyhudi.read.partial`), which a join
+    choosing between the base row and one log row cannot express; so the slice is merged whole here
+    (``base`` is its base file read as ``schema``) and the log side holds, for every key its blocks
+    touch, the merged record (which wins over the base row whatever the ordering values: where the
+    base record won, the merged record is the base record) or a delete without ordering value
+    (the base record is gone)."""
+    merged, _ = merge_slice(base, scan, schema, spec)
+    keys = [t.column(RECORD_KEY).combine_chunks().cast(pa.string()) for _, t in scan.data]
+    keys += [t.column("record_key").combine_chunks().cast(pa.string()) for _, t in scan.deletes]
+    touched = pc.unique(pa.concat_arrays(keys)) if keys else pa.array([], pa.string())
+    records = merged.filter(pc.is_in(merged.column(RECORD_KEY), value_set=touched)).select(schema.names)
+    n = records.num_rows
+    gone_keys = pa.array([], pa.string())
+    if base is not None and base.num_rows:
+        stored = base.column(RECORD_KEY).combine_chunks().cast(pa.string())
+        hit = pc.and_(pc.is_in(stored, value_set=touched),
+                      pc.invert(pc.is_in(stored, value_set=merged.column(RECORD_KEY).combine_chunks())))
+        gone_keys = pc.unique(stored.filter(hit))
+    gone = align(pa.table({RECORD_KEY: gone_keys}), schema)
+    order = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
+    order_type = schema.field(order).type if order else pa.string()
+    m = len(gone_keys)
+    flags = {LOG_RECORD: np.r_[np.ones(n, bool), np.zeros(m, bool)],
+             LOG_DELETED: np.r_[np.zeros(n, bool), np.ones(m, bool)]}
+    out = pa.concat_tables([records, gone])
+    return out.append_column(LOG_RECORD, pa.array(flags[LOG_RECORD])) \
+        .append_column(LOG_DELETED, pa.array(flags[LOG_DELETED])) \
+        .append_column(LOG_DELETE_ORDER, pa.nulls(n + m, order_type)) \
+        .append_column(LOG_PAYLOAD_DELETE, pa.array(np.zeros(n + m, bool)))
+
+
+def slice_log_state(storage: Storage, piece: SliceToRead, schema: pa.Schema, spec: MergeSpec,
+                    visibility: Visibility) -> pa.Table:
+    """:func:`log_state` of one slice's logs (:func:`partial_log_state` when they hold partial blocks)."""
+    scan = scan_logs(storage, piece.log_files, schema, visibility)
+    if not scan.partial:
+        return log_state(scan, schema, spec)
+    base = _read_base(storage, piece.base_file, schema) if piece.base_file else None
+    return partial_log_state(base, scan, schema, spec)
