@@ -15,8 +15,8 @@ What was checked against Hudi's source (the rules are cited where the model appl
   with ``PartialUpdateBufferedRecordMerger`` (``BufferedRecordMergerFactory``): see
   :mod:`pyhudi.read.partial` and :func:`_model` below.
 
-hudi-rs (0.4) does not merge partial blocks (its reader has no IS_PARTIAL handling), so it is not
-used as an oracle here.
+hudi-rs reads the table pyhudi.merge writes with partial blocks and gives the same snapshot
+(checked in the Spark test below).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import hudi_rs_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -293,7 +294,8 @@ def test_merge_into_a_v8_mor_table_writes_partial_blocks_read_everywhere_as_hudi
     rows = [(1, "a1", 10.0, 1000, "a1: desc1"), (2, "a2", 20.0, 1200, "a2: desc2"), (3, "a3", 30.0, 1250, "a3: desc3")]
     cols = "id int, name string, price double, _ts long, description string"
     pyhudi.write(spark.createDataFrame(rows, cols), path, _options())
-    src = spark.createDataFrame([(1, "a1", 12.0, 1001), (3, "a3", 25.0, 1260)], "id int, name string, price double, ts long")
+    src = spark.createDataFrame([(1, "a1", 12.0, 1001), (3, "a3", 25.0, 1260)],
+                                "id int, name string, price double, ts long")
     r1 = pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(
         set={"price": "s.price", "_ts": "s.ts"}).execute()
     assert r1.stats["partial_update"] is True
@@ -311,6 +313,7 @@ def test_merge_into_a_v8_mor_table_writes_partial_blocks_read_everywhere_as_hudi
                 {"id": 3, "name": "a3", "price": 25.0, "_ts": 1260, "description": "a3: desc3"}]
     assert _sorted(pyhudi.read(spark, path).collect()) == expected  # Spark join of base rows and log side
     assert _sorted(_slice_merge_rows(path)) == expected  # each slice merged by read_slice (pyarrow)
+    assert _sorted(hudi_rs_rows(path)) == expected  # hudi-rs merges partial blocks too
     pyhudi.compact(spark, path)
     assert _sorted(pyhudi.read(spark, path).collect()) == expected  # compaction merged the slice (pyarrow)
 

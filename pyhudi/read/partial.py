@@ -121,11 +121,17 @@ def fold_partial(stored: pa.Table, records: pa.Table, positions: np.ndarray, has
     names = schema.names
     n_rec = records.num_rows
     # the log entries as one event list: data rows, then delete rows, ordered by (key, position)
-    del_keys = deletes.column("record_key").cast(pa.string()) if deletes is not None else pa.array([], pa.string())
+    if deletes is not None and deletes.num_rows:
+        del_keys = deletes.column("record_key").combine_chunks().cast(pa.string())
+        del_pos = deletes.column("_pyhudi_pos").to_numpy()
+        del_default = deletes.column("ordering_is_default").to_numpy(zero_copy_only=False).astype(bool)
+        del_values = deletes.column("ordering_value").combine_chunks()
+    else:
+        del_keys, del_pos = pa.array([], pa.string()), np.zeros(0, np.int64)
+        del_default, del_values = np.zeros(0, bool), pa.array([], pa.string())
     n_del = len(del_keys)
-    keys = pa.concat_arrays([records.column(RECORD_KEY).combine_chunks().cast(pa.string()),
-                             del_keys.combine_chunks() if isinstance(del_keys, pa.ChunkedArray) else del_keys])
-    pos = np.concatenate([positions, deletes.column("_pyhudi_pos").to_numpy() if n_del else np.zeros(0, np.int64)])
+    keys = pa.concat_arrays([records.column(RECORD_KEY).combine_chunks().cast(pa.string()), del_keys])
+    pos = np.concatenate([positions, del_pos])
     seq = np.arange(n_rec + n_del, dtype=np.int64)
     events = pa.table({"k": keys, "p": pa.array(pos), "s": pa.array(seq)})
     order = pc.sort_indices(events, sort_keys=[("k", "ascending"), ("p", "ascending"), ("s", "ascending")]).to_numpy()
@@ -145,9 +151,6 @@ def fold_partial(stored: pa.Table, records: pa.Table, positions: np.ndarray, has
     is_del = np.zeros(n_keys, dtype=bool)  # ... is a delete
     rec_cols = [records.column(n).combine_chunks() for n in names]
     ord_idx = [names.index(f) for f in ordering]
-    if deletes is not None and n_del:
-        del_default = deletes.column("ordering_is_default").to_numpy(zero_copy_only=False).astype(bool)
-        del_values = deletes.column("ordering_value").combine_chunks()
     for k in range(int(occurrence.max()) + 1 if len(order) else 0):
         at = order[occurrence == k]
         kid = key_of[occurrence == k]
