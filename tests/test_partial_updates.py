@@ -343,3 +343,34 @@ def test_merge_writes_whole_records_where_partial_blocks_are_not_hudis_or_not_sa
         set={"price": "s.price", "_ts": "s.ts"}).when_not_matched_insert(
         values={"id": "s.id", "price": "s.price", "_ts": "s.ts"}).execute()
     assert result.stats["partial_update"] is False
+
+
+@pytest.mark.parametrize("kind", ["avro", "parquet"])
+def test_a_partial_block_carries_is_partial_true_and_its_partial_schema(kind):
+    """``HoodieAppendHandle.getUpdatedHeader``: IS_PARTIAL (header key 7, ``HeaderMetadataType``'s
+    ordinal) = "true"; SCHEMA = the partial writer schema (meta fields + updated columns). The
+    block's records decode to those columns only, and a reader aligns them to the table schema."""
+    from pyhudi.io.avro_schema import table_avro_schema
+    from pyhudi.io.log_format import (
+        HeaderKey,
+        avro_data_block,
+        data_block_records,
+        is_partial,
+        parquet_data_block,
+        read_blocks,
+    )
+    from pyhudi.read.merge import _block_fields
+
+    rows = pa.table({"_hoodie_commit_time": ["1"], "_hoodie_commit_seqno": ["1_0_0"], "_hoodie_record_key": ["k"],
+                     "_hoodie_partition_path": [""], "_hoodie_file_name": ["f"], "ts": [5], "a": [7], "b": ["x"]})
+    partial = table_avro_schema(pa.schema([("ts", pa.int64()), ("a", pa.int64())]), "t", with_meta_fields=True)
+    write = avro_data_block if kind == "avro" else parquet_data_block
+    (block,) = read_blocks(write(rows, partial, "1", partial=True), source="x")
+    assert int(HeaderKey.IS_PARTIAL) == 7 and block.header[HeaderKey.IS_PARTIAL] == "true" and is_partial(block)
+    assert block.schema == partial
+    assert _block_fields(block) == {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+                                    "_hoodie_partition_path", "_hoodie_file_name", "ts", "a"}
+    assert data_block_records(block, SCHEMA).to_pylist() == [
+        {"_hoodie_commit_time": "1", "_hoodie_record_key": "k", "ts": 5, "a": 7, "b": None, "c": None}]
+    (whole,) = read_blocks(write(rows, partial, "1"), source="x")
+    assert HeaderKey.IS_PARTIAL not in whole.header and not is_partial(whole)
