@@ -161,7 +161,8 @@ def test_payload_classes_and_partial_blocks_without_the_ordering_field_are_refus
 
 
 _columns = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=2, unique=True)
-_record = st.fixed_dictionaries({"_hoodie_record_key": st.sampled_from(KEYS), "ts": st.integers(0, 4),
+_record = st.fixed_dictionaries({"_hoodie_record_key": st.sampled_from(KEYS),
+                                 "ts": st.one_of(st.integers(0, 4), st.integers(0, 4), st.none()),
                                  "a": st.integers(0, 99), "b": st.sampled_from(["x", "y", "z"]),
                                  "c": st.floats(0, 9, allow_nan=False)})
 
@@ -188,7 +189,8 @@ def _slices(draw):
 @given(_slices(), st.booleans())
 def test_merge_slice_equals_the_model_of_hudis_partial_merge(case, ordered):
     """Random slices: partial blocks of different column subsets, whole blocks, deletes with and
-    without ordering values in between, ordering ties (ts in 0..4)."""
+    without ordering values in between, ordering ties (ts in 0..4) and missing ordering values
+    (null: the newer record wins)."""
     base, blocks = case
     spec = SPEC if ordered else MergeSpec.of(None, OVERWRITE_PAYLOAD)
     assert _merged(base, blocks, spec) == _model(_full(base), blocks, ordered)

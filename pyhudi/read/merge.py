@@ -415,9 +415,10 @@ def partial_log_state(base: pa.Table | None, scan: LogScan, schema: pa.Schema, s
     A partial record's columns overlay the base record (:mod:`pyhudi.read.partial`), which a join
     choosing between the base row and one log row cannot express; so the slice is merged whole here
     (``base`` is its base file read as ``schema``) and the log side holds, for every key its blocks
-    touch, the merged record (which wins over the base row whatever the ordering values: where the
-    base record won, the merged record is the base record) or a delete without ordering value
-    (the base record is gone)."""
+    touch, the merged record or a delete without ordering value (the base record is gone). Every
+    row says ``LOG_DELETED``: the base row gives way to the merged record (where the base record
+    won, the merged record is the base record) whatever the ordering values, in each of the join's
+    plans."""
     merged, _ = merge_slice(base, scan, schema, spec)
     keys = [t.column(RECORD_KEY).combine_chunks().cast(pa.string()) for _, t in scan.data]
     keys += [t.column("record_key").combine_chunks().cast(pa.string()) for _, t in scan.deletes]
@@ -434,8 +435,7 @@ def partial_log_state(base: pa.Table | None, scan: LogScan, schema: pa.Schema, s
     order = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
     order_type = schema.field(order).type if order else pa.string()
     m = len(gone_keys)
-    flags = {LOG_RECORD: np.r_[np.ones(n, bool), np.zeros(m, bool)],
-             LOG_DELETED: np.r_[np.zeros(n, bool), np.ones(m, bool)]}
+    flags = {LOG_RECORD: np.r_[np.ones(n, bool), np.zeros(m, bool)], LOG_DELETED: np.ones(n + m, bool)}
     out = pa.concat_tables([records, gone])
     return out.append_column(LOG_RECORD, pa.array(flags[LOG_RECORD])) \
         .append_column(LOG_DELETED, pa.array(flags[LOG_DELETED])) \
