@@ -669,15 +669,19 @@ def test_kryo_and_damaged_delete_blocks_are_refused():
             delete_block_records(read_blocks(encode_block(BlockType.DELETE_BLOCK, {0: T1}, damaged), source="x")[0])
 
 
-def test_a_block_of_partial_records_is_refused_not_read_as_whole_records(tmp_path):
+def test_a_block_of_partial_records_is_read_as_partial_and_refused_where_hudi_cannot_merge_it(tmp_path):
     """Hudi 1.x partial updates write log blocks whose schema is the updated columns only, with the
-    header IS_PARTIAL=true (``HoodieAppendHandle``, ``HeaderMetadataType.IS_PARTIAL``); a reader
-    must overlay those columns on the record before it. Read as whole records, the columns they
-    leave out would be null in every read and compaction: pyhudi refuses the block, naming it."""
-    from pyhudi.read.merge import Visibility, scan_logs
+    header IS_PARTIAL=true (``HoodieAppendHandle.getUpdatedHeader``, ``HeaderMetadataType.IS_PARTIAL``);
+    a reader overlays those columns on the record before it (tests/test_partial_updates.py). The scan
+    notes which columns the block holds; with a payload class (no ``partialMerge`` in Hudi) the
+    merge is refused, naming the block."""
+    from pyhudi.config.table import PARTIAL_UPDATE_PAYLOAD
+    from pyhudi.read.merge import MergeSpec, Visibility, merge_slice, scan_logs
 
-    rows = pa.table({"_hoodie_record_key": ["a"], "v": [1]})
-    schema = table_avro_schema(rows.schema, "t")
+    rows = pa.table({"v": [1]})
+    schema = table_avro_schema(rows.schema, "t", with_meta_fields=True)  # a partial block: meta fields + v
+    rows = pa.table({"_hoodie_commit_time": [T1], "_hoodie_commit_seqno": ["s"], "_hoodie_record_key": ["a"],
+                     "_hoodie_partition_path": [""], "_hoodie_file_name": ["f"], "v": [1]})
     content = struct.pack(">ii", 3, 1) + encode_flat(rows, flat_plan(load_schema(schema)), length_prefix=True)
     header = {HeaderKey.INSTANT_TIME: T1, HeaderKey.SCHEMA: schema, HeaderKey.IS_PARTIAL: "true"}
     log = ".f1-0_" + T1 + ".log.1_0-1-0"
@@ -686,6 +690,13 @@ def test_a_block_of_partial_records_is_refused_not_read_as_whole_records(tmp_pat
     (tmp_path / (log + "x")).write_bytes(encode_block(BlockType.AVRO_DATA_BLOCK, whole, content))
     storage = Storage(str(tmp_path))
     seen = Visibility(frozenset({T1}))
-    assert scan_logs(storage, [log + "x"], rows.schema, seen).log_records == 1  # IS_PARTIAL=false: whole records
-    with pytest.raises(HudiUnsupportedError, match=r"partial records.*IS_PARTIAL=true.*Compact the file group"):
-        scan_logs(storage, [log], rows.schema, seen)
+    assert not scan_logs(storage, [log + "x"], rows.schema, seen).partial  # IS_PARTIAL=false: whole records
+    wide = rows.schema.append(pa.field("w", pa.string()))
+    scan = scan_logs(storage, [log], wide, seen)
+    assert scan.partial[0].columns == (*rows.column_names,)
+    stored = rows.append_column("w", pa.array(["kept"])).set_column(5, "v", pa.array([0]))
+    merged, _ = merge_slice(stored, scan, wide, MergeSpec.of(None, None))
+    assert merged.select(["_hoodie_record_key", "v", "w"]).to_pylist() == [
+        {"_hoodie_record_key": "a", "v": 1, "w": "kept"}]
+    with pytest.raises(HudiUnsupportedError, match=r"IS_PARTIAL=true.*PartialUpdateAvroPayload"):
+        merge_slice(None, scan, wide, MergeSpec.of(None, PARTIAL_UPDATE_PAYLOAD))

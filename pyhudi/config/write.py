@@ -170,6 +170,16 @@ LOGFILE_DATA_BLOCK_FORMAT = option(
 LOGFILE_MAX_SIZE = option(
     "hoodie.logfile.max.size", 1024 * MB,
     "A log file is appended to until it reaches this size; then a new log version starts.", parse_positive_int)
+WRITE_PARTIAL_UPDATE_SCHEMA = option(
+    "hoodie.write.partial.update.schema", "",
+    "Avro schema of partial updates (Hudi 1.x): set by pyhudi.merge on a merge-on-read table when a statement "
+    "assigns only some columns; log data blocks then hold those columns with IS_PARTIAL=true. Not meant to be set "
+    "by hand (HoodieWriteConfig.WRITE_PARTIAL_UPDATE_SCHEMA).")
+MERGE_INTO_PARTIAL_UPDATES = option(
+    "hoodie.spark.sql.merge.into.partial.updates", True,
+    "Whether pyhudi.merge writes partial updates (log blocks of the assigned columns only) to merge-on-read tables "
+    "of version 8+ when its update clauses assign a subset of the columns (Hudi's "
+    "DataSourceWriteOptions.ENABLE_MERGE_INTO_PARTIAL_UPDATES, since 1.0.0).", parse_bool)
 PARTITION_LOCAL_WRITE = option(
     "pyhudi.write.partition.local", True,
     "pyhudi only: upserts, inserts and deletes with a SIMPLE, BLOOM or BUCKET index (and bulk "

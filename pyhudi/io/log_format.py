@@ -308,19 +308,30 @@ def has_valid_tail(storage: Storage, rel_path: str) -> bool:
 
 
 # -- data blocks ---------------------------------------------------------------------------
-def avro_data_block(rows: pa.Table, avro_schema: str, instant_time: str) -> bytes:
+def _data_header(instant_time: str, avro_schema: str, partial: bool) -> dict[int, str]:
+    """A data block's header; a block of partial records also says ``IS_PARTIAL`` = ``"true"``
+    (``HoodieAppendHandle.getUpdatedHeader``: ``Boolean.toString(true)``), its ``SCHEMA`` then
+    being the meta fields and the updated columns only."""
+    header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
+    if partial:
+        header[HeaderKey.IS_PARTIAL] = "true"
+    return header
+
+
+def avro_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, partial: bool = False) -> bytes:
     """An AVRO_DATA_BLOCK (content version 3) with ``rows`` encoded under ``avro_schema``.
 
     ``avro_schema`` is the writer schema incl. the five meta fields (it goes into the header, and
     readers decode with it); ``rows`` has those columns (missing nullable ones are written null).
+    ``partial``: the rows are partial records (Hudi 1.x partial updates, see :func:`is_partial`).
     """
     content = [struct.pack(">ii", BLOCK_CONTENT_VERSION, rows.num_rows), encode_datums(rows, avro_schema)]
-    header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
+    header = _data_header(instant_time, avro_schema, partial)
     return _frame(BlockType.AVRO_DATA_BLOCK, header, content)
 
 
 def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, compression: str = "gzip",
-                       dictionary: bool = True) -> bytes:
+                       dictionary: bool = True, partial: bool = False) -> bytes:
     """A PARQUET_DATA_BLOCK: ``rows`` (aligned to ``avro_schema``) as one in-memory parquet file,
     with the codec and encodings of base files."""
     table = align(rows, avro_to_arrow_schema(avro_schema))
@@ -330,7 +341,7 @@ def parquet_data_block(rows: pa.Table, avro_schema: str, instant_time: str, *, c
     with open_parquet_writer(sink, table.schema, settings, table) as writer:
         writer.write_table(table)
         writer.add_key_value_metadata({AVRO_SCHEMA_KEY: avro_schema, "writer.model.name": "avro"})
-    header: dict[int, str] = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema}
+    header = _data_header(instant_time, avro_schema, partial)
     return encode_block(BlockType.PARQUET_DATA_BLOCK, header, sink.getvalue().to_pybytes())
 
 
@@ -371,20 +382,10 @@ def unsupported_in_data_table(block: LogBlock, source: str) -> HudiUnsupportedEr
 
 def is_partial(block: LogBlock) -> bool:
     """Whether a data block holds partial records (Hudi 1.x partial updates: the ``IS_PARTIAL``
-    header, ``HoodieAppendHandle`` with ``hoodie.write.partial.update.mode``; the block's schema
-    is the updated columns only, and a record overlays just those on the record before it)."""
+    header, ``HoodieAppendHandle`` with ``hoodie.write.partial.update.schema``; the block's schema
+    is the meta fields and the updated columns only, and a record overlays just those on the record
+    before it: :mod:`pyhudi.read.partial`)."""
     return str(block.header.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true"
-
-
-def partial_block_error(block: LogBlock, source: str) -> HudiUnsupportedError:
-    """The error for a block of partial records: read as whole records, every column its schema
-    lacks would overwrite the stored value with null, a silently wrong answer."""
-    return HudiUnsupportedError(
-        f"{source}: {_where(block)} (instant {block.instant_time}) holds partial records (log block header "
-        "IS_PARTIAL=true, written by Hudi 1.x partial updates, e.g. MERGE INTO setting some columns of a "
-        "merge-on-read table); pyhudi does not merge them, and reading them as whole records would null the "
-        "columns they leave out. Compact the file group with Apache Hudi first, or use Apache Hudi's own "
-        "Spark bundle for this table")
 
 
 def _avro_records(block: LogBlock, source: str) -> pa.Table:

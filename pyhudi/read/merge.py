@@ -28,6 +28,7 @@ All steps are column-wise (sorts, hash lookups, masks); there is no per-row Pyth
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.io.keys import first_of_runs
@@ -46,15 +48,15 @@ from pyhudi.io.log_format import (
     data_block_records,
     delete_block_records,
     is_partial,
-    partial_block_error,
     read_blocks,
     unsupported_in_data_table,
 )
+from pyhudi.read.partial import PartialBlock, check_partial_merge, fold_partial
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, payload_deletes, precombine
 from pyhudi.storage import Storage
 
 __all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice", "log_state",
-           "scan_logs", "key_columns"]
+           "scan_logs", "key_columns", "log_state", "partial_log_state", "slice_log_state"]
 
 _POS = "_pyhudi_pos"
 
@@ -117,6 +119,8 @@ class LogScan:
     skipped_blocks: int = 0
     log_records: int = 0
     log_bytes: int = 0
+    #: block position -> the columns of a partial block (``IS_PARTIAL=true``, Hudi 1.x partial updates)
+    partial: dict[int, PartialBlock] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,19 @@ class MergeCounts:
 def _is_rollback(block: LogBlock) -> bool:
     return (block.block_type == BlockType.COMMAND_BLOCK
             and block.header.get(HeaderKey.COMMAND_BLOCK_TYPE, ROLLBACK_COMMAND) == ROLLBACK_COMMAND)
+
+
+def _block_fields(block: LogBlock) -> set[str]:
+    """The top-level field names of a data block's ``SCHEMA`` header (a partial block's columns)."""
+    try:
+        parsed = json.loads(block.schema or "")
+        return {f["name"] for f in parsed.get("fields", [])}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise HudiCorruptFileError(f"{_where_of(block)}: its SCHEMA header is not an Avro record schema") from None
+
+
+def _where_of(block: LogBlock) -> str:
+    return f"{block.block_type.name} at byte offset {block.offset}"
 
 
 def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: pa.Schema,
@@ -161,7 +178,10 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
             continue
         if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK):
             if is_partial(block):
-                raise partial_block_error(block, sources[pos])
+                own = _block_fields(block)
+                scan.partial[pos] = PartialBlock(tuple(n for n in schema.names if n in own),
+                                                 f"{sources[pos]}: {block.block_type.name} at byte offset "
+                                                 f"{block.offset} (instant {instant})")
             rows = data_block_records(block, schema, source=sources[pos])
             scan.log_records += rows.num_rows
             scan.data.append((pos, rows))
@@ -236,6 +256,8 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
     if not scan.data and deletes is None:
         table = align(base, schema) if base is not None else schema.empty_table()
         return _drop_soft_deleted(table), MergeCounts(base_rows, scan.log_records, table.num_rows, 0, 0)
+    if scan.partial:
+        return _merge_partial_slice(base, scan, schema, spec, deletes)
     ordering = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
     logged = _log_records(scan, schema, deletes, spec)
     log_deletes = payload_deletes(logged, spec)
@@ -266,6 +288,40 @@ def merge_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema,
         deleted = base_rows - int(pc.sum(pc.is_in(base.column(RECORD_KEY), value_set=out.column(RECORD_KEY)))
                                   .as_py() or 0)
     return out, MergeCounts(base_rows, scan.log_records, out.num_rows, updated, max(0, deleted))
+
+
+def _partial_inputs(scan: LogScan, schema: pa.Schema, deletes: pa.Table | None,
+                    spec: MergeSpec) -> tuple[pa.Table, np.ndarray, np.ndarray, pa.Table | None, tuple[str, ...]]:
+    """The log records of a slice with partial blocks, their block positions, which columns each
+    holds, every delete-block entry (not only the last of a key) and the ordering fields."""
+    ordering = spec.ordering_in(schema.names)
+    check_partial_merge(scan.partial, schema, spec.payload, ordering)
+    records = pa.concat_tables([t for _, t in scan.data]) if scan.data else schema.empty_table()
+    positions = np.concatenate([np.full(t.num_rows, pos, dtype=np.int64) for pos, t in scan.data]) \
+        if scan.data else np.zeros(0, dtype=np.int64)
+    has = np.ones((records.num_rows, len(schema.names)), dtype=bool)
+    row = 0
+    for pos, t in scan.data:
+        if pos in scan.partial:
+            own = set(scan.partial[pos].columns)
+            has[row:row + t.num_rows] = np.array([n in own for n in schema.names], dtype=bool)
+        row += t.num_rows
+    parts = [t.select(["record_key", "ordering_is_default", "ordering_value"]).append_column(
+        _POS, pa.array(np.full(t.num_rows, pos, dtype=np.int64))) for pos, t in scan.deletes if t.num_rows]
+    every_delete = pa.concat_tables(parts, promote_options="default") if parts else None
+    return records, positions, has, every_delete if deletes is not None else None, ordering
+
+
+def _merge_partial_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema, spec: MergeSpec,
+                         deletes: pa.Table | None) -> tuple[pa.Table, MergeCounts]:
+    """:func:`merge_slice` for a slice with partial blocks (:mod:`pyhudi.read.partial`)."""
+    base_rows = 0 if base is None else base.num_rows
+    records, positions, has, every_delete, ordering = _partial_inputs(scan, schema, deletes, spec)
+    stored = align(base, schema) if base is not None else schema.empty_table()
+    deleting = payload_deletes(records, spec).to_numpy(zero_copy_only=False).astype(bool)
+    out, updated, deleted = fold_partial(stored, records, positions, has, every_delete, schema, ordering, deleting)
+    out = _drop_soft_deleted(out)
+    return out, MergeCounts(base_rows, scan.log_records, out.num_rows, updated, deleted)
 
 
 def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
@@ -351,3 +407,47 @@ def log_state(scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
             delete_order = pc.take(real, at)
     return winners.append_column(LOG_DELETED, deleted).append_column(LOG_DELETE_ORDER, delete_order) \
         .append_column(LOG_PAYLOAD_DELETE, payload_deleted)
+
+
+def partial_log_state(base: pa.Table | None, scan: LogScan, schema: pa.Schema, spec: MergeSpec) -> pa.Table:
+    """:func:`log_state` of a slice with partial blocks (``scan.partial``), in the same columns.
+
+    A partial record's columns overlay the base record (:mod:`pyhudi.read.partial`), which a join
+    choosing between the base row and one log row cannot express; so the slice is merged whole here
+    (``base`` is its base file read as ``schema``) and the log side holds, for every key its blocks
+    touch, the merged record or a delete without ordering value (the base record is gone). Every
+    row says ``LOG_DELETED``: the base row gives way to the merged record (where the base record
+    won, the merged record is the base record) whatever the ordering values, in each of the join's
+    plans."""
+    merged, _ = merge_slice(base, scan, schema, spec)
+    keys = [t.column(RECORD_KEY).combine_chunks().cast(pa.string()) for _, t in scan.data]
+    keys += [t.column("record_key").combine_chunks().cast(pa.string()) for _, t in scan.deletes]
+    touched = pc.unique(pa.concat_arrays(keys)) if keys else pa.array([], pa.string())
+    records = merged.filter(pc.is_in(merged.column(RECORD_KEY), value_set=touched)).select(schema.names)
+    n = records.num_rows
+    gone_keys = pa.array([], pa.string())
+    if base is not None and base.num_rows:
+        stored = base.column(RECORD_KEY).combine_chunks().cast(pa.string())
+        hit = pc.and_(pc.is_in(stored, value_set=touched),
+                      pc.invert(pc.is_in(stored, value_set=merged.column(RECORD_KEY).combine_chunks())))
+        gone_keys = pc.unique(stored.filter(hit))
+    gone = align(pa.table({RECORD_KEY: gone_keys}), schema)
+    order = spec.ordering_field if spec.ordering_field in schema.names and not spec.more_ordering_fields else None
+    order_type = schema.field(order).type if order else pa.string()
+    m = len(gone_keys)
+    flags = {LOG_RECORD: np.r_[np.ones(n, bool), np.zeros(m, bool)], LOG_DELETED: np.ones(n + m, bool)}
+    out = pa.concat_tables([records, gone])
+    return out.append_column(LOG_RECORD, pa.array(flags[LOG_RECORD])) \
+        .append_column(LOG_DELETED, pa.array(flags[LOG_DELETED])) \
+        .append_column(LOG_DELETE_ORDER, pa.nulls(n + m, order_type)) \
+        .append_column(LOG_PAYLOAD_DELETE, pa.array(np.zeros(n + m, bool)))
+
+
+def slice_log_state(storage: Storage, piece: SliceToRead, schema: pa.Schema, spec: MergeSpec,
+                    visibility: Visibility) -> pa.Table:
+    """:func:`log_state` of one slice's logs (:func:`partial_log_state` when they hold partial blocks)."""
+    scan = scan_logs(storage, piece.log_files, schema, visibility)
+    if not scan.partial:
+        return log_state(scan, schema, spec)
+    base = _read_base(storage, piece.base_file, schema) if piece.base_file else None
+    return partial_log_state(base, scan, schema, spec)

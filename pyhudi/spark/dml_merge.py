@@ -48,19 +48,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from pyhudi import config as C
+from pyhudi.config import HudiConfig
+from pyhudi.config.properties import MERGE_ON_READ
 from pyhudi.config.table import (
+    DEFAULT_PAYLOAD,
     MYSQL_DEBEZIUM_PAYLOAD,
     NON_DEFAULTS_PAYLOAD,
+    OVERWRITE_PAYLOAD,
     PARTIAL_UPDATE_PAYLOAD,
     POSTGRES_DEBEZIUM_PAYLOAD,
 )
 from pyhudi.errors import HudiConfigError, HudiKeyError, HudiUnsupportedError
+from pyhudi.io.avro_schema import table_avro_schema
+from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.dml import (
     DELETE_FLAG,
     DmlTarget,
@@ -198,9 +206,54 @@ class MergeBuilder:
                 return result
             data = rows.where(F.col(_ACTION).isNotNull() & ~F.col(_STALE)).drop(
                 _ACTION, _STALE, *[c for c in rows.columns if c.startswith(_TKEY)])
-            return write_rows(data, target, "upsert", counts)
+            partial = self._partial_update_schema(target, counts)
+            if partial is not None:
+                target = replace(target, options={**target.options, C.WRITE_PARTIAL_UPDATE_SCHEMA.key: partial})
+            result = write_rows(data, target, "upsert", counts)
+            result.stats["partial_update"] = partial is not None
+            return result
 
     # -- the parts ---------------------------------------------------------------------------
+    def _partial_update_schema(self, target: DmlTarget, counts: Mapping[str, int]) -> str | None:
+        """The Avro schema of the columns the update clauses assign, when the updates are to be
+        written as Hudi 1.x partial updates (log blocks of those columns, ``IS_PARTIAL=true``); None
+        for whole records.
+
+        Hudi's ``MergeIntoHoodieTableCommand`` writes them for an upsert to a merge-on-read table
+        with ``hoodie.spark.sql.merge.into.partial.updates`` on (default true) and update clauses
+        that do not assign every column (``areAllFieldsUpdated``), the schema being the assigned
+        columns in table order (``getOrderedUpdatedFields``, ``generateProjectionSchema``). pyhudi
+        writes them only where every reader merges them right, and whole records otherwise:
+        table version 8+ (Hudi 1.x; a 0.x reader has no partial merge), a merge by ordering or commit
+        time (Hudi's record mergers; a payload class has no ``partialMerge``), the ordering field
+        among the assigned columns (a partial record without it cannot be ordered:
+        ``HoodieSparkRecord.getOrderingValue``), and no row inserted (an insert must be written
+        whole; Hudi's inserts go to new base files, pyhudi's may go to the same log block).
+        """
+        if not counts["updated"] or counts["inserted"]:
+            return None
+        table = target.table
+        if table.table_type != MERGE_ON_READ or table.config.version < 8:
+            return None
+        if not HudiConfig.of(target.options).get(C.MERGE_INTO_PARTIAL_UPDATES):
+            return None
+        if target.merge_spec.payload not in (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
+            return None
+        updated: set[str] = set()
+        for i, clause in enumerate(self.clauses):
+            if clause.kind != "update":
+                continue
+            if clause.assignments is None:  # update *: every column
+                return None
+            updated |= {target.column(k, f"merge into {self.path}, clause {i + 1}") for k in clause.assignments}
+        ordering = {target.ordering_field, *target.merge_spec.more_ordering_fields} - {None}
+        if not updated or not ordering <= updated | (ordering - set(target.columns)):
+            return None
+        columns = [c for c in target.columns if c in updated]
+        if len(columns) == len(target.columns):
+            return None
+        return table_avro_schema(arrow_schema(T.StructType([target.schema[c] for c in columns])), table.name)
+
     def _equated(self, target: DmlTarget, src_cols: Mapping[str, str]) -> dict[str, str]:
         """{target field: source column} of ``on``, checked as Hudi's MERGE INTO checks it."""
         what = f"merge into {self.path}, on"

@@ -29,9 +29,8 @@ from pyhudi.read.merge import (
     MergeSpec,
     SliceToRead,
     Visibility,
-    log_state,
     read_slice,
-    scan_logs,
+    slice_log_state,
 )
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
 from pyhudi.spark.arrow_files import read_columns
@@ -168,7 +167,7 @@ def _log_side(spark: SparkSession, storage: Storage, slices: list[SliceToRead], 
         for batch in batches:
             for i in batch.column(0).to_pylist():
                 piece, size = pieces[i]
-                state = log_state(scan_logs(storage, piece.log_files, schema, visibility), schema, spec)
+                state = slice_log_state(storage, piece, schema, spec, visibility)
                 if not state.num_rows:
                     continue
                 stored = read_columns(storage, piece.base_file, [RECORD_KEY], size=size).column(RECORD_KEY) \

@@ -9,6 +9,7 @@ cached for the write are reported or released by :meth:`pyhudi.spark.pipeline.Pi
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -19,7 +20,8 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.config.properties import MERGE_ON_READ
-from pyhudi.io.avro_schema import storage_schema, table_avro_schema
+from pyhudi.errors import HudiConfigError
+from pyhudi.io.avro_schema import META_FIELDS, storage_schema, table_avro_schema
 from pyhudi.io.base_file import parquet_settings
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
@@ -98,4 +100,26 @@ class WriteState:
             append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,
             log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
             stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)),
-            cdc_mode=self.table.config.cdc_logging_mode)
+            cdc_mode=self.table.config.cdc_logging_mode,
+            partial_update_schema=self._partial_update_schema(file_schema))
+
+    def _partial_update_schema(self, file_schema: pa.Schema) -> str | None:
+        """The writer schema of partial-update log blocks (``hoodie.write.partial.update.schema``, an
+        Avro record of the updated columns; Hudi's ``HoodieWriteHandle`` adds the meta fields), or
+        None. Only merge-on-read tables of version 8+ have such blocks (Hudi 1.x)."""
+        text = self.cfg.get(C.WRITE_PARTIAL_UPDATE_SCHEMA)
+        if not text:
+            return None
+        key = C.WRITE_PARTIAL_UPDATE_SCHEMA.key
+        if not self.is_mor or self.table.config.version < 8:
+            raise HudiConfigError(f"{key} is set, but partial-update log blocks exist only in merge-on-read tables of "
+                                  f"version 8+ (Hudi 1.x); {self.table.path} is not one: unset it")
+        try:
+            names = [f["name"] for f in json.loads(text)["fields"]]
+        except (ValueError, TypeError, KeyError):
+            raise HudiConfigError(f"{key} is not an Avro record schema: {text[:200]!r}") from None
+        unknown = [n for n in names if n not in file_schema.names]
+        if unknown or not names:
+            raise HudiConfigError(f"{key} names no column or columns the table does not have: {unknown}")
+        kept = pa.schema([f for f in file_schema if f.name in names and f.name not in META_FIELDS])
+        return table_avro_schema(kept, self.table.name, with_meta_fields=True)

@@ -95,12 +95,16 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     blocks = []
     if live.num_rows:
         records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, first_position)
+        # partial updates (Hudi 1.x HoodieAppendHandle with hoodie.write.partial.update.schema): the
+        # block's writer schema is the partial one and its header says IS_PARTIAL=true
+        partial = ctx.partial_update_schema
+        writer_schema = partial or ctx.settings.avro_schema
         if ctx.log_block_format == "parquet":
-            blocks.append(parquet_data_block(records, ctx.settings.avro_schema, ctx.instant_time,
+            blocks.append(parquet_data_block(records, writer_schema, ctx.instant_time,
                                              compression=ctx.settings.codec,
-                                             dictionary=ctx.settings.dictionary))
+                                             dictionary=ctx.settings.dictionary, partial=partial is not None))
         else:
-            blocks.append(avro_data_block(records, ctx.settings.avro_schema, ctx.instant_time))
+            blocks.append(avro_data_block(records, writer_schema, ctx.instant_time, partial=partial is not None))
     if gone.num_rows:
         blocks.append(delete_block(gone.column(RECORD_KEY).combine_chunks(),
                                    gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time,

@@ -100,6 +100,9 @@ class WriteContext:
     # hoodie.table.cdc.supplemental.logging.mode of a CDC table (None: CDC off): merges write
     # change data files (pyhudi.write.cdc)
     cdc_mode: str | None = None
+    # hoodie.write.partial.update.schema: the Avro writer schema (meta fields + updated columns) of
+    # log data blocks of partial records (IS_PARTIAL=true); None: whole records
+    partial_update_schema: str | None = None
 
 
 @dataclass
