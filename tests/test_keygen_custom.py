@@ -351,7 +351,8 @@ def test_custom_partition_check_runs_a_job_only_for_free_form_string_parts(spark
     where each part is: a TIMESTAMP part (``TimestampBasedAvroKeyGenerator``) is checked by one
     rendered value, computed without a Spark job; only a string SIMPLE part left as it is
     (``KeyGenUtils.getPartitionPath`` without urlencode and hive-style) needs the batch's distinct
-    paths (a distinct: one job, two stages' worth with AQE). Before, every custom key generator with a TIMESTAMP part ran that job."""
+    paths (a distinct: one or two jobs with AQE). Before, every custom key generator with a
+    TIMESTAMP part ran that distinct."""
     from pyhudi.spark.keygen import check_partitions
 
     spec = resolve_keygen(HudiConfig.of({**BASE, "hoodie.datasource.write.recordkey.field": "id",
