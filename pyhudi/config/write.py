@@ -170,6 +170,10 @@ LOGFILE_DATA_BLOCK_FORMAT = option(
 LOGFILE_MAX_SIZE = option(
     "hoodie.logfile.max.size", 1024 * MB,
     "A log file is appended to until it reaches this size; then a new log version starts.", parse_positive_int)
+LOGFILE_DATA_BLOCK_MAX_SIZE = option(
+    "hoodie.logfile.data.block.max.size", 256 * MB,
+    "A log data block (merge-on-read appends, change data of CDC tables) holds records up to about this many bytes; "
+    "more records go into further blocks (HoodieAppendHandle, HoodieCDCLogger.flushIfNeeded).", parse_positive_int)
 PARTITION_LOCAL_WRITE = option(
     "pyhudi.write.partition.local", True,
     "pyhudi only: upserts, inserts and deletes with a SIMPLE, BLOOM or BUCKET index (and bulk "

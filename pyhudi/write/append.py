@@ -78,6 +78,24 @@ def _create_log_file(storage: Storage, ctx: WriteContext, rel: str, payload: byt
                                                       token))
 
 
+def _data_blocks(ctx: WriteContext, records: pa.Table) -> list[bytes]:
+    """The records as data blocks of about ``hoodie.logfile.data.block.max.size`` bytes at most
+    (``HoodieAppendHandle`` flushes a block once its records' estimated size reaches it): encoded
+    whole first, and cut into equal runs of records where that is too large."""
+    def encode(rows: pa.Table) -> bytes:
+        if ctx.log_block_format == "parquet":
+            return parquet_data_block(rows, ctx.settings.avro_schema, ctx.instant_time,
+                                      compression=ctx.settings.codec, dictionary=ctx.settings.dictionary)
+        return avro_data_block(rows, ctx.settings.avro_schema, ctx.instant_time)
+
+    whole = encode(records)
+    pieces = min(records.num_rows, -(-len(whole) // ctx.log_block_max_size))
+    if pieces <= 1:
+        return [whole]
+    step = -(-records.num_rows // pieces)
+    return [encode(records.slice(start, step)) for start in range(0, records.num_rows, step)]
+
+
 def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
                   rows: pa.Table, task: TaskInfo, *, first_position: int = 0) -> dict | None:
     """Write ``rows`` (already combined) as log blocks of the bucket's file group."""
@@ -95,12 +113,7 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     blocks = []
     if live.num_rows:
         records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, first_position)
-        if ctx.log_block_format == "parquet":
-            blocks.append(parquet_data_block(records, ctx.settings.avro_schema, ctx.instant_time,
-                                             compression=ctx.settings.codec,
-                                             dictionary=ctx.settings.dictionary))
-        else:
-            blocks.append(avro_data_block(records, ctx.settings.avro_schema, ctx.instant_time))
+        blocks += _data_blocks(ctx, records)
     if gone.num_rows:
         blocks.append(delete_block(gone.column(RECORD_KEY).combine_chunks(),
                                    gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time,
