@@ -482,8 +482,8 @@ def test_rolled_over_change_data_is_queried_listed_cleaned_and_rolled_back(spark
     (failed,) = pyhudi.HudiTable(path).timeline.pending()
     assert len(_cdc_on_disk(path, failed.timestamp)) > 2
     last = pyhudi.write(spark.createDataFrame([(*_row("k00", "p", 7, "d"), False)], flagged), path,
-                        {**opts, **TINY, "hoodie.clean.automatic": "true", "hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS",
-                         "hoodie.clean.fileversions.retained": "1"})
+                        {**opts, **TINY, "hoodie.clean.automatic": "true",
+                         "hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.clean.fileversions.retained": "1"})
     assert last.stats["rolled_back_instants"]
     assert _cdc_on_disk(path, failed.timestamp) == set()  # the rollback deleted every file by its marker
     assert _cdc_on_disk(path, res.instant_time) == set()  # the cleaner deleted the superseded slice's files
