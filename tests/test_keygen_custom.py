@@ -378,3 +378,23 @@ def test_custom_timestamp_parts_that_cannot_be_folders_are_refused_without_a_job
     assert not path.exists()  # refused before the table or an instant was made
     pyhudi.write(df, str(path), {**options, "hoodie.datasource.write.hive_style_partitioning": "true"})
     assert sorted(p for _, p, _ in _keys(path)) == ["v=1/ts=.2023", "v=2/ts=.2023", "v=3/ts=.1970"]
+
+
+def test_a_custom_date_string_part_with_a_bad_value_fails_in_the_write_and_leaves_the_table(spark, tmp_path):
+    """With no distinct job before the write, a DATE_STRING value that matches none of the input
+    formats (``TimestampBasedAvroKeyGenerator`` throws on it) fails inside the write's own job, by
+    name (HudiKeyError), as for ``TimestampBasedKeyGenerator``; the table keeps its records and no
+    instant is left pending."""
+    from pyhudi.errors import HudiKeyError
+
+    path = str(tmp_path / "t")
+    ddl = "id string, v int, d string"
+    options = {**BASE, "hoodie.datasource.write.recordkey.field": "id", PARTITION_OPTION: "v:SIMPLE,d:TIMESTAMP",
+               "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+               "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd",
+               "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd"}
+    pyhudi.write(spark.createDataFrame([("a", 1, "2024-01-02")], ddl), path, options)
+    with pytest.raises(HudiKeyError, match="partition field 'd' has values that match none of the input date"):
+        pyhudi.write(spark.createDataFrame([("b", 1, "garbage")], ddl), path, options)
+    assert not pyhudi.HudiTable(path).timeline.pending()
+    assert [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in hudi_rs_rows(path)] == [("a", "1/20240102")]
