@@ -184,16 +184,21 @@ def _changes_of(path: str, result) -> list[tuple]:
     assert set(stats) == _cdc_on_disk(path, result.instant_time)
     storage = Storage(path)
     out = []
+    versions: dict[tuple[str, str | None], list[int]] = {}
     for rel, size in sorted(stats.items()):
         assert os.path.getsize(os.path.join(path, rel)) == size
         parsed = parse_log_file(rel.rsplit("/", 1)[1])
-        assert parsed is not None and parsed.version == 1 and parsed.base_instant == result.instant_time
+        assert parsed is not None and parsed.base_instant == result.instant_time
+        versions.setdefault((parsed.file_id, parsed.write_token), []).append(parsed.version)
         # the file belongs to the file group its merge rewrote, beside the new base file
         (stat,) = [s for s in result.write_stats if rel in (s.cdcStats or {})]
         assert stat.fileId == parsed.file_id and stat.path.rsplit("/", 1)[0] == rel.rsplit("/", 1)[0]
         for r in read_cdc_file(storage, rel).to_pylist():
             key = r.get("record_key") or (r["before"] or r["after"])["id"]
             out.append((r["op"], key, _img(r.get("before")), _img(r.get("after")), r.get("ts_ms")))
+    # one task's files per file group, versions 1, 2, ... (rolled over with the same token)
+    assert len(versions) == len({fid for fid, _ in versions})
+    assert all(sorted(v) == list(range(1, len(v) + 1)) for v in versions.values())
     return sorted(out, key=lambda c: (c[1], c[0]))
 
 
@@ -378,5 +383,126 @@ def test_compaction_logs_its_changes_where_the_index_writes_inserts_to_logs(spar
         ("d", "b", _row("b", "p", 1, "y"), None, instant),
         ("i", "c", None, _row("c", "p", 1, "z"), instant)]
     want = [_row("a", "p", 2, "x2"), _row("c", "p", 1, "z")]
+    assert _snapshot(hudi_rs_rows(path)) == want
+    assert _snapshot(pyhudi_rows(spark, path)) == want
+
+
+# -- change data rolled over into several files ----------------------------------------------------
+#: blocks of a few records, and a file rolls over after every block or two
+TINY = {"hoodie.logfile.data.block.max.size": "600", "hoodie.logfile.max.size": "1000"}
+
+
+def test_change_data_rolls_over_at_the_log_file_max_size_and_every_file_is_named(tmp_path):
+    """``HoodieCDCLogger.flushIfNeeded`` appends a block once its records reach
+    ``hoodie.logfile.data.block.max.size``; ``HoodieLogFormatWriter.appendBlocks`` ->
+    ``rolloverIfNeeded`` then rolls a file larger than ``hoodie.logfile.max.size`` over to the next
+    version (``HoodieLogFile.rollOver``: same file id and instant, version + 1, the rollover write
+    token, which ``HoodieLogFormat.WriterBuilder.build`` suffixed with ``.cdc``); no file is opened
+    after the last block; ``getCDCWriteStats`` names every file a block went to, with its size."""
+    from pyhudi.io.cdc import Changes
+    from pyhudi.write.cdc import write_cdc_file
+
+    n = 40
+    after = pa.table({"id": [f"k{i:02}" for i in range(n)], "v": [f"value-{i}" * 3 for i in range(n)]})
+    changes = Changes(pa.array(["i"] * n), after.column("id").combine_chunks(), after.slice(0, 0).select([]),
+                      np.zeros(n, bool), after, np.ones(n, bool))
+    schema = json.dumps({"type": "record", "name": "r", "namespace": "ns", "fields": [
+        {"name": "id", "type": "string"}, {"name": "v", "type": ["null", "string"], "default": None}]})
+    storage = Storage(str(tmp_path))
+    args = dict(partition="p", file_id="fg-0", instant="20240102000000000", token="1-2-3", writer_schema=schema)
+    one = write_cdc_file(storage, changes, mode="OP_KEY_ONLY", **args)
+    only = "p/.fg-0_20240102000000000.log.1_1-2-3.cdc"  # Hudi's defaults: 256 MB blocks, 1 GB files
+    assert one == {only: os.path.getsize(tmp_path / only)}
+    stats = write_cdc_file(storage, changes, mode="DATA_BEFORE_AFTER", max_file_size=1000, max_block_size=600, **args)
+    names = [cdc_file_name("fg-0", "20240102000000000", "1-2-3", v) for v in range(1, len(stats) + 1)]
+    assert sorted(stats) == sorted(f"p/{name}" for name in names) and len(stats) > 2
+    records = []
+    for version, name in enumerate(names, 1):
+        size = os.path.getsize(tmp_path / "p" / name)
+        assert stats[f"p/{name}"] == size
+        assert size > 1000 or version == len(names)  # closed only past the threshold; the last may be small
+        blocks = read_log_file(storage, f"p/{name}")
+        assert all(b.block_type == BlockType.CDC_DATA_BLOCK for b in blocks) and 1 <= len(blocks) <= 2
+        assert blocks[-1].offset <= 1000  # it took its last block while not past the threshold
+        records += read_cdc_file(storage, f"p/{name}").to_pylist()
+    assert [r["after"]["id"] for r in records] == after.column("id").to_pylist()  # in order, none twice
+    assert {r["op"] for r in records} == {"i"} and all(r["ts_ms"] == "20240102000000000" for r in records)
+
+
+def test_rolled_over_change_data_is_queried_listed_cleaned_and_rolled_back(spark, tmp_path, monkeypatch):
+    """A table whose merges roll their change data over into several files per file group and
+    write: the CDC query reads every file of ``cdcStats`` (``HoodieCDCExtractor.parseWriteStat``:
+    AS_IS over ``getCdcStats().keySet()``) and answers as the table written with one file does;
+    the metadata table lists every file (``HoodieTableMetadataUtil`` adds each ``cdcStats`` path);
+    the cleaner deletes them all with their slice; a failed write's rollback deletes them all by
+    their CREATE markers."""
+    from pyhudi.table.cdc import read_cdc
+    from pyhudi.timeline.timeline import Timeline
+
+    opts = {**OPTS, "hoodie.clean.automatic": "false"}
+    first = [_row(f"k{i:02}", "p", 1, f"a{i}") for i in range(30)]
+    second = [_row(f"k{i:02}", "p", 2, f"b{i}") for i in range(0, 30, 2)] + \
+        [_row(f"n{i}", "p", 1, f"n{i}") for i in range(5)]
+    gone = {"k01", "k03"}
+    flagged = DDL + ", _hoodie_is_deleted boolean"
+    answers = {}
+    for name, extra in (("one", {}), ("rolled", TINY)):
+        path = str(tmp_path / name)
+        base = pyhudi.write(spark.createDataFrame(first, DDL), path, {**opts, **extra})
+        df = spark.createDataFrame([(*r, False) for r in second] + [(*_row(k, "p", 9, ""), True) for k in gone],
+                                   flagged)
+        res = pyhudi.write(df, path, {**opts, **extra})
+        (stat,) = res.write_stats
+        assert (len(stat.cdcStats) > 2) == (name == "rolled")
+        changes = _changes_of(path, res)  # every file named, sized, versions 1..n of one token
+        assert len(changes) == 15 + 5 + 2
+        table = pyhudi.HudiTable(path)
+        answers[name] = sorted((r["op"], r["before"], r["after"])
+                               for r in read_cdc(table, base.instant_time, res.instant_time).to_pylist())
+        listing = table.metadata_listing()
+        assert listing is not None
+        assert {f"p/{n}" for n in listing.files["p"] if n.endswith(".cdc")} == set(stat.cdcStats)
+        cdc_files = [lf.name for lf in table.file_system_view().latest_slices()[0].cdc_files]
+        assert [f"p/{n}" for n in cdc_files] == sorted(stat.cdcStats, key=lambda p: parse_log_file(
+            p.split("/")[1]).version)  # the slice's change data, in version order
+    assert answers["one"] == answers["rolled"] and len(answers["one"]) == 22
+    path = str(tmp_path / "rolled")
+    rolled = _cdc_on_disk(path, res.instant_time)
+    assert len(rolled) > 2
+
+    def die(self, *a, **k):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(Timeline, "complete", die)
+    kill_writer_on_failure(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        pyhudi.write(spark.createDataFrame([(*_row(f"k{i:02}", "p", 5, "c"), False) for i in range(30)], flagged), path,
+                     {**opts, **TINY, "pyhudi.write.partition.local": "false"})
+    monkeypatch.undo()
+    (failed,) = pyhudi.HudiTable(path).timeline.pending()
+    assert len(_cdc_on_disk(path, failed.timestamp)) > 2
+    last = pyhudi.write(spark.createDataFrame([(*_row("k00", "p", 7, "d"), False)], flagged), path,
+                        {**opts, **TINY, "hoodie.clean.automatic": "true",
+                         "hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.clean.fileversions.retained": "1"})
+    assert last.stats["rolled_back_instants"]
+    assert _cdc_on_disk(path, failed.timestamp) == set()  # the rollback deleted every file by its marker
+    assert _cdc_on_disk(path, res.instant_time) == set()  # the cleaner deleted the superseded slice's files
+    assert _changes_of(path, last)[0][:2] == ("u", "k00")
+
+
+def test_merge_on_read_appends_split_their_data_blocks_at_the_block_max_size(spark, tmp_path):
+    """``hoodie.logfile.data.block.max.size`` sizes the append handle's data blocks too
+    (``HoodieAppendHandle.flushToDiskIfRequired``: a block once the records reach it): one write's
+    updates of a file group go into several blocks of its log file, and both readers merge them all."""
+    path = str(tmp_path / "t")
+    opts = {k: v for k, v in OPTS.items() if k != "hoodie.table.cdc.enabled"}
+    opts.update({"hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.logfile.data.block.max.size": "2000"})
+    pyhudi.write(spark.createDataFrame([_row(f"k{i:02}", "p", 1, "a") for i in range(40)], DDL), path, opts)
+    res = pyhudi.write(spark.createDataFrame([_row(f"k{i:02}", "p", 2, f"b{i}") for i in range(40)], DDL), path, opts)
+    (stat,) = res.write_stats
+    blocks = read_log_file(Storage(path), stat.path)
+    assert len(blocks) > 2 and all(b.block_type == BlockType.AVRO_DATA_BLOCK for b in blocks)
+    assert all(b.header[HeaderKey.INSTANT_TIME] == res.instant_time for b in blocks)
+    want = sorted(_row(f"k{i:02}", "p", 2, f"b{i}") for i in range(40))
     assert _snapshot(hudi_rs_rows(path)) == want
     assert _snapshot(pyhudi_rows(spark, path)) == want

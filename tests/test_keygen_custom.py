@@ -326,3 +326,75 @@ def test_a_version_change_records_the_types_and_strips_them(spark, tmp_path):
     assert [r["_hoodie_partition_path"] for r in pyhudi.read(spark, str(path)).collect()] == ["us/east/2023"]
     down = property_changes(_props(path), 8, 6)
     assert (down[P.VERSION], down[P.PARTITION_FIELDS]) == ("6", "region,ts")
+
+
+# -- the partition path check runs no job over the input where the parts' shapes are known ---------------
+def _jobs_of(spark, group: str, action) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setJobGroup(None, None)
+    return len(tracker.getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize(("partition_field", "extra", "scans"), [
+    ("v:SIMPLE,ts:TIMESTAMP", {}, False),         # an int part is one plain folder name per value
+    ("ts:TIMESTAMP", {}, False),                # TIMESTAMP parts alone: the output format decides the shape
+    ("region:SIMPLE,ts:TIMESTAMP", {"hoodie.datasource.write.hive_style_partitioning": "true",
+                                    "hoodie.datasource.write.partitionpath.urlencode": "true"}, False),
+    ("region:SIMPLE,ts:TIMESTAMP", {}, True),  # a free-form string part: its distinct values are checked
+])
+def test_custom_partition_check_runs_a_job_only_for_free_form_string_parts(spark, partition_field, extra, scans):
+    """``CustomKeyGenerator.getPartitionPath`` joins its parts with ``/``, so the paths are safe
+    where each part is: a TIMESTAMP part (``TimestampBasedAvroKeyGenerator``) is checked by one
+    rendered value, computed without a Spark job; only a string SIMPLE part left as it is
+    (``KeyGenUtils.getPartitionPath`` without urlencode and hive-style) needs the batch's distinct
+    paths (a distinct: one or two jobs with AQE). Before, every custom key generator with a
+    TIMESTAMP part ran that distinct."""
+    from pyhudi.spark.keygen import check_partitions
+
+    spec = resolve_keygen(HudiConfig.of({**BASE, "hoodie.datasource.write.recordkey.field": "id",
+                                         "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+                                         PARTITION_OPTION: partition_field, **extra}))
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    jobs = _jobs_of(spark, f"pyhudi-check-{scans}-{partition_field}", lambda: check_partitions(df, spec, None))
+    assert (jobs > 0) == scans, jobs
+
+
+def test_custom_timestamp_parts_that_cannot_be_folders_are_refused_without_a_job(spark, tmp_path):
+    """An output format that renders a hidden folder name (``'.'yyyy``) is refused before the
+    write starts, as for ``TimestampBasedKeyGenerator``; the same format with hive-style
+    partitioning (``ts=.1970``) is a plain folder name and is written."""
+    from pyhudi.errors import HudiPartitionPathError
+
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    options = {**BASE, "hoodie.datasource.write.recordkey.field": "id", PARTITION_OPTION: "v:SIMPLE,ts:TIMESTAMP",
+               "hoodie.keygen.timebased.output.dateformat": "'.'yyyy", "hoodie.datasource.write.operation": "insert"}
+    path = tmp_path / "t"
+    with pytest.raises(HudiPartitionPathError, match="starting with '.'"):
+        pyhudi.write(df, str(path), options)
+    assert not path.exists()  # refused before the table or an instant was made
+    pyhudi.write(df, str(path), {**options, "hoodie.datasource.write.hive_style_partitioning": "true"})
+    assert sorted(p for _, p, _ in _keys(path)) == ["v=1/ts=.2023", "v=2/ts=.2023", "v=3/ts=.1970"]
+
+
+def test_a_custom_date_string_part_with_a_bad_value_fails_in_the_write_and_leaves_the_table(spark, tmp_path):
+    """With no distinct job before the write, a DATE_STRING value that matches none of the input
+    formats (``TimestampBasedAvroKeyGenerator`` throws on it) fails inside the write's own job, by
+    name (HudiKeyError), as for ``TimestampBasedKeyGenerator``; the table keeps its records and no
+    instant is left pending."""
+    from pyhudi.errors import HudiKeyError
+
+    path = str(tmp_path / "t")
+    ddl = "id string, v int, d string"
+    options = {**BASE, "hoodie.datasource.write.recordkey.field": "id", PARTITION_OPTION: "v:SIMPLE,d:TIMESTAMP",
+               "hoodie.keygen.timebased.timestamp.type": "DATE_STRING",
+               "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd",
+               "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd"}
+    pyhudi.write(spark.createDataFrame([("a", 1, "2024-01-02")], ddl), path, options)
+    with pytest.raises(HudiKeyError, match="partition field 'd' has values that match none of the input date"):
+        pyhudi.write(spark.createDataFrame([("b", 1, "garbage")], ddl), path, options)
+    assert not pyhudi.HudiTable(path).timeline.pending()
+    assert [(r["_hoodie_record_key"], r["_hoodie_partition_path"]) for r in hudi_rs_rows(path)] == [("a", "1/20240102")]

@@ -12,6 +12,7 @@ commit or event time only), so it is no oracle for a slice with logs.
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyspark
 import pytest
 from conftest import hudi_rs_rows
@@ -149,3 +150,66 @@ def test_the_model_tells_the_payloads_apart():
     assert len({repr(sorted(o.items())) for o in outcomes.values()}) == len(PAYLOADS)
     assert "k3" not in outcomes[C.OVERWRITE_PAYLOAD] and "k8" not in outcomes[C.OVERWRITE_PAYLOAD]
     assert "k4" not in outcomes[C.AWS_DMS_PAYLOAD] and all("k5" not in outcomes[p] for p in DEBEZIUM)
+
+
+# -- PartialUpdateAvroPayload's preCombine in Spark, folded batch by batch -------------------------
+def _sorted_versions(rows: list[dict]):
+    """``rows`` as :func:`pyhudi.spark.prepare.deduplicate` hands them to its fold: with arrival
+    order, record group and delete flag, sorted by record and arrival."""
+    from pyhudi.spark.prepare import _GROUP
+    from pyhudi.write.columns import ARRIVAL, IS_DELETE
+
+    table = pa.Table.from_pylist([{**r, _GROUP: r["key"], ARRIVAL: i, IS_DELETE: bool(r["_hoodie_is_deleted"])}
+                                  for i, r in enumerate(rows)])
+    return table.sort_by([(_GROUP, "ascending"), (ARRIVAL, "ascending")])
+
+
+def test_partial_update_fold_streams_batches_and_equals_the_whole_fold():
+    """``PartialUpdateAvroPayload.preCombine`` is a left fold over a record's versions in arrival
+    order (``HoodieWriteHelper.deduplicateRecords`` reduces pairs with ``preCombine``), so folding
+    batch by batch, a record open at a batch's end carried as its folded row, gives the whole
+    fold's records. The fold yields a batch's finished records before it reads past the next
+    batch: a task holds a batch and a row, not its Spark partition."""
+    from pyhudi.read.payloads import MergeSpec, precombine
+    from pyhudi.spark.prepare import _GROUP, fold_sorted_runs
+    from pyhudi.write.columns import ARRIVAL, IS_DELETE
+
+    rows = SECOND + [row("kz", 0, 5, None), row("k1", 9, None, None, deleted=True), row("kz", 3, None, "z")]
+    table = _sorted_versions(rows)
+    spec = MergeSpec.of("ts", C.PARTIAL_UPDATE_PAYLOAD)
+    whole = precombine(table, spec, rank=table.column(ARRIVAL).to_numpy(), delete_flag=IS_DELETE, key=_GROUP)
+    assert whole.num_rows == len({r["key"] for r in rows}) < len(rows)
+    for size in (1, 2, 3, 5, len(rows)):
+        pulled = []
+
+        def batches(size=size, pulled=pulled):
+            for batch in table.to_batches(max_chunksize=size):
+                pulled.append(batch.num_rows)
+                yield batch
+
+        out = fold_sorted_runs(batches(), spec)
+        first = next(out)
+        assert first.num_rows and len(pulled) <= 2 + 3 // size  # kz's versions span at most this many batches
+        folded = pa.Table.from_batches([first, *out])
+        assert folded.sort_by(_GROUP).to_pylist() == whole.sort_by(_GROUP).to_pylist(), size
+
+
+@pytest.mark.parametrize("rows_per_batch", [1, 2])
+def test_partial_update_duplicates_spanning_arrow_batches(spark, tmp_path, rows_per_batch):
+    """The Spark-side fold (``pyhudi.spark.prepare.deduplicate``, a global index's distributed
+    write) with Arrow batches of one or two rows, so a key's versions span batches: the table still
+    equals the model of ``PartialUpdateAvroPayload`` (``preCombine`` in arrival order, then
+    ``combineAndGetUpdateValue`` against the stored record)."""
+    payload = C.PARTIAL_UPDATE_PAYLOAD
+    path = str(tmp_path / "mor")
+    options = {**_options(payload, "MERGE_ON_READ"), "hoodie.index.type": "GLOBAL_SIMPLE"}
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(rows_per_batch))
+    try:
+        for batch in (FIRST, SECOND):
+            _write(spark, path, batch, options)
+        _write(spark, path, [r for r in FIRST if r["key"] in DELETED], options, "delete")
+    finally:
+        spark.conf.set(key, before)
+    assert _rows(pyhudi.read(spark, path)) == model(payload)

@@ -12,20 +12,28 @@ from pyhudi.io.file_names import base_file_name, relative_path
 from pyhudi.plans.compaction import CompactionOperation
 from pyhudi.read.merge import MergeSpec, Visibility, read_slice
 from pyhudi.storage import Storage
-from pyhudi.write.cdc import encode_cdc_stats, slice_changes, write_cdc_file
+from pyhudi.write.cdc import (
+    CDC_BLOCK_MAX_SIZE,
+    DEFAULT_LOG_MAX_SIZE,
+    encode_cdc_stats,
+    slice_changes,
+    write_cdc_file,
+)
 from pyhudi.write.markers import MERGE, create_marker
 from pyhudi.write.rows import stats_row
 
 
 def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, settings: ParquetSettings,
                   spec: MergeSpec, visibility: Visibility, instant: str, token: str, *,
-                  cdc_mode: str | None = None) -> dict:
+                  cdc_mode: str | None = None, log_max_size: int = DEFAULT_LOG_MAX_SIZE,
+                  log_block_max_size: int = CDC_BLOCK_MAX_SIZE) -> dict:
     """Executor side of a compaction: one planned slice merged into the base file of ``instant``.
 
     Records keep their commit time and sequence number (they were written by earlier instants);
     only ``_hoodie_file_name`` names the new file. ``cdc_mode``: also write the slice's changes
-    into a change data file (a CDC table whose index writes inserts to logs:
-    ``HoodieMergeHandleFactory.create`` for the compactor, ``isYieldingPureLogForMor``).
+    into change data files (a CDC table whose index writes inserts to logs:
+    ``HoodieMergeHandleFactory.create`` for the compactor, ``isYieldingPureLogForMor``), in blocks
+    of ``log_block_max_size`` rolled over at ``log_max_size`` (:func:`pyhudi.write.cdc.write_cdc_file`).
     """
     started = time.monotonic()
     merged, counts, scan = read_slice(storage, op.to_read(), schema, spec, visibility)
@@ -45,7 +53,8 @@ def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, 
             if op.base_file else None
         row["cdc_stats"] = encode_cdc_stats(write_cdc_file(
             storage, slice_changes(before, merged), partition=op.partition_path, file_id=op.file_id, instant=instant,
-            token=token, mode=cdc_mode, writer_schema=settings.avro_schema))
+            token=token, mode=cdc_mode, writer_schema=settings.avro_schema, max_file_size=log_max_size,
+            max_block_size=log_block_max_size))
     row.update(log_records=scan.log_records, log_files_compacted=len(op.log_files), log_size_compacted=scan.log_bytes,
                updated_compacted=counts.updated, rollback_blocks=scan.rollback_blocks,
                corrupt_blocks=scan.corrupt_blocks, log_blocks=scan.blocks)

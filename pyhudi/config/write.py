@@ -180,6 +180,10 @@ MERGE_INTO_PARTIAL_UPDATES = option(
     "Whether pyhudi.merge writes partial updates (log blocks of the assigned columns only) to merge-on-read tables "
     "of version 8+ when its update clauses assign a subset of the columns (Hudi's "
     "DataSourceWriteOptions.ENABLE_MERGE_INTO_PARTIAL_UPDATES, since 1.0.0).", parse_bool)
+LOGFILE_DATA_BLOCK_MAX_SIZE = option(
+    "hoodie.logfile.data.block.max.size", 256 * MB,
+    "A log data block (merge-on-read appends, change data of CDC tables) holds records up to about this many bytes; "
+    "more records go into further blocks (HoodieAppendHandle, HoodieCDCLogger.flushIfNeeded).", parse_positive_int)
 PARTITION_LOCAL_WRITE = option(
     "pyhudi.write.partition.local", True,
     "pyhudi only: upserts, inserts and deletes with a SIMPLE, BLOOM or BUCKET index (and bulk "

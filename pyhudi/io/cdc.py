@@ -7,7 +7,8 @@ What Apache Hudi writes, and pyhudi with it (Hudi 0.13+; master of 2024 checked)
   the changes it made into a log file of that file group named with the write's instant, version
   1, the task's write token and the suffix ``.cdc`` (``HoodieWriteHandle.createLogWriter(instant,
   HoodieCDCUtils.CDC_LOGFILE_SUFFIX)``, which ``HoodieLogFormat.WriterBuilder`` appends to the
-  token): ``.{fileId}_{instant}.log.1_{token}.cdc`` (:func:`cdc_file_name`).
+  token): ``.{fileId}_{instant}.log.1_{token}.cdc`` (:func:`cdc_file_name`), then ``.log.2_...``
+  and on where it rolls over past ``hoodie.logfile.max.size`` (:func:`pyhudi.write.cdc.write_cdc_file`).
 * The file holds ``CDC_DATA_BLOCK`` s (``HoodieCDCDataBlock``, block type 6): Avro data blocks
   (content version 3, record count, length-prefixed datums) whose header has INSTANT_TIME and
   SCHEMA (``HoodieCDCLogger`` constructor), the schema being the mode's CDC schema.

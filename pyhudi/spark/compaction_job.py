@@ -90,10 +90,12 @@ def _execute(spark: SparkSession, table: HudiTable, cfg: HudiConfig, lock: Table
     # HoodieMergeHandleFactory.create (compactor path): a CDC table's compaction logs its changes only
     # where the index writes inserts to logs (HoodieWriteConfig.isYieldingPureLogForMor: BUCKET)
     cdc_mode = table.config.cdc_logging_mode if cfg.get(C.INDEX_TYPE) == "BUCKET" else None
+    log_sizes = {"log_max_size": cfg.get(C.LOGFILE_MAX_SIZE),
+                 "log_block_max_size": cfg.get(C.LOGFILE_DATA_BLOCK_MAX_SIZE)}
 
     def work(storage: Storage, op: CompactionOperation, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         yield stats_batch(compact_slice(storage, op, schema, settings, spec, visibility, instant_time,
-                                        current_task().token, cdc_mode=cdc_mode))
+                                        current_task().token, cdc_mode=cdc_mode, **log_sizes))
 
     stats = per_item(spark, table.storage, ops, file_schema, work, STATS_DDL) if ops else None
     rows = [r.asDict() for r in stats.collect()] if stats is not None else []

@@ -233,24 +233,24 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
     be folders of ``table`` (None: not created yet), before anything is written.
 
-    Only string values can make a bad path, and only where urlencode or hive-style leaves their
-    characters as they are: then the batch's distinct paths are computed by one Spark job and
-    checked with pyarrow (:mod:`pyhudi.keygen.paths`). Other values (numbers, dates, hex) make one
-    plain folder name each. A timestamp partition's shape comes from its output format alone, so
-    one rendered value stands for all; a custom key generator's paths are computed whole.
+    Only string values of SIMPLE parts can make a bad path, and only where urlencode or hive-style
+    leaves their characters as they are: then the batch's distinct paths are computed by one Spark
+    job and checked with pyarrow (:mod:`pyhudi.keygen.paths`). Other values (numbers, dates, hex)
+    make one plain folder name each. A TIMESTAMP part's shape comes from its output format alone
+    (``TimestampBasedAvroKeyGenerator``), so one rendered value stands for all: it is rendered on
+    the driver from a local one-row relation, which Spark evaluates without a job
+    (:func:`_check_timestamp_parts`). A custom key generator's parts are joined with ``/``, so its
+    paths are safe when each part is: one with TIMESTAMP parts and no free-form string part runs no
+    job over the input.
     """
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return
     tz = _session_tz(df)
-    if spec.kind == TIMESTAMP:
-        sample = df.sparkSession.range(1).select(_one_timestamp_path(spec, tz).alias("p"))
-        check_partition_paths(pa.array([sample.collect()[0][0]], pa.string()), fields=spec.partition_fields)
-        return
-    if spec.hive_style and spec.url_encode and not spec.has_timestamp_part:
-        return
     strings = any(isinstance(field_type(df.schema, f), T.StringType) and spec.part_type(i) == SIMPLE
                   for i, f in enumerate(spec.partition_fields))
-    if not strings and not spec.has_timestamp_part:
+    if not strings or (spec.hive_style and spec.url_encode):
+        if spec.has_timestamp_part:
+            _check_timestamp_parts(df, spec, tz)
         return
     paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
     listing = table.metadata_listing() if table is not None else None
@@ -260,11 +260,22 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
                           storage=table.storage if table is not None else None, existing=existing)
 
 
-def _one_timestamp_path(spec: KeyGenSpec, session_tz: str) -> Column:
-    """The partition path of a record whose timestamp partition value is 1 ms after the epoch."""
+def _check_timestamp_parts(df: DataFrame, spec: KeyGenSpec, session_tz: str) -> None:
+    """Check each TIMESTAMP part of the partition path by the part a record 1 ms after the epoch
+    gets. The values come from ``VALUES (1)``: a local relation, whose projection Spark's optimizer
+    evaluates (``ConvertToLocalRelation``), so collecting it starts no Spark job."""
+    names = [f for i, f in enumerate(spec.partition_fields) if spec.part_type(i) == TIMESTAMP]
+    one_row = df.sparkSession.sql("SELECT * FROM VALUES (1) AS t(x)")
+    sample = one_row.select(*[_one_timestamp_part(spec, f, session_tz).alias(f"p{i}")
+                              for i, f in enumerate(names)]).collect()[0]
+    check_partition_paths(pa.array(list(sample), pa.string()), fields=spec.partition_fields)
+
+
+def _one_timestamp_part(spec: KeyGenSpec, field: str, session_tz: str) -> Column:
+    """The path part of TIMESTAMP field ``field`` for a record whose value is 1 ms after the epoch."""
     ts_spec = spec.timestamp
     assert ts_spec is not None
     value = _render_in(F.timestamp_millis(F.lit(1)), ts_spec.output_format, ts_spec.output_timezone, session_tz)
     if spec.url_encode:
         value = _escape(value)
-    return F.concat(F.lit(spec.partition_fields[0] + "="), value) if spec.hive_style else value
+    return F.concat(F.lit(field + "="), value) if spec.hive_style else value

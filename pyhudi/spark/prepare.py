@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -121,8 +122,10 @@ def _fold_partial_updates(keyed: DataFrame, keys: list[str], spec: MergeSpec, co
     """PartialUpdateAvroPayload's ``preCombine`` folded in arrival order: a fold that no aggregate
     expresses (each step merges fields by which of two versions has the larger ordering value, so
     a field an early version filled in stays before a later, smaller one). The versions of each
-    record meet in one task, sorted by arrival, and :func:`pyhudi.read.payloads.precombine` folds
-    them there, column-wise, as the write handles do."""
+    record meet in one task, sorted by record and arrival, and :func:`fold_sorted_runs` folds them
+    there batch by batch, column-wise, as the write handles do: a task holds one Arrow batch
+    (``spark.sql.execution.arrow.maxRecordsPerBatch`` rows) and one folded row, never its whole
+    Spark partition."""
     group = F.concat_ws("\u0000", *[F.col(k) for k in keys]) if len(keys) > 1 else F.col(keys[0])
     keyed = keyed.withColumn(_GROUP, group)
     spread = keyed.repartition(n, _GROUP) if n > 0 else keyed.repartition(_GROUP)
@@ -130,11 +133,39 @@ def _fold_partial_updates(keyed: DataFrame, keys: list[str], spec: MergeSpec, co
     out_schema = ordered.schema
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = [b for b in batches if b.num_rows]
-        if not rows:
-            return
-        table = pa.Table.from_batches(rows)
-        rank = table.column(ARRIVAL).to_numpy()
-        yield from precombine(table, spec, rank=rank, delete_flag=IS_DELETE, key=_GROUP).to_batches()
+        yield from fold_sorted_runs(batches, spec)
 
     return map_in_arrow(ordered, body, out_schema).select(*[F.col(f"`{c}`") for c in cols])
+
+
+def fold_sorted_runs(batches: Iterable[pa.RecordBatch], spec: MergeSpec) -> Iterator[pa.RecordBatch]:
+    """PartialUpdateAvroPayload versions folded per record (:data:`_GROUP`), from ``batches``
+    sorted by record and then arrival (:data:`ARRIVAL`), one batch at a time.
+
+    The fold is a left fold whose state is the merged record itself
+    (``PartialUpdateAvroPayload.preCombine``: each version merges into what the earlier ones gave),
+    so the record still open at a batch's end is carried to the next batch as its one folded row
+    (it keeps the arrival of its latest version, so it still sorts first). A record is finished --
+    its delete flag recomputed from the merged ``_hoodie_is_deleted`` by
+    :func:`pyhudi.read.payloads.precombine` -- once a later record starts."""
+    carry: pa.Table | None = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = pa.Table.from_batches([batch])
+        if carry is not None:
+            table = pa.concat_tables([carry, table])
+        folded = precombine(table, spec, rank=table.column(ARRIVAL).to_numpy(), key=_GROUP)
+        last = batch.column(_GROUP)[batch.num_rows - 1]
+        is_open = pc.equal(folded.column(_GROUP), last)
+        carry = folded.filter(is_open)
+        done = folded.filter(pc.invert(is_open))
+        if done.num_rows:
+            yield from _finish(done, spec).to_batches()
+    if carry is not None:
+        yield from _finish(carry, spec).to_batches()
+
+
+def _finish(folded: pa.Table, spec: MergeSpec) -> pa.Table:
+    """Folded records (one row each) with their delete flag as :func:`precombine` sets it."""
+    return precombine(folded, spec, rank=folded.column(ARRIVAL).to_numpy(), delete_flag=IS_DELETE, key=_GROUP)

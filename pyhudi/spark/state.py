@@ -97,6 +97,7 @@ class WriteState:
             merge_spec=self.merge_spec(),
             max_file_size=cfg.get(C.PARQUET_MAX_FILE_SIZE), compression_ratio=cfg.get(C.PARQUET_COMPRESSION_RATIO),
             log_block_format=cfg.get(C.LOGFILE_DATA_BLOCK_FORMAT), log_max_size=cfg.get(C.LOGFILE_MAX_SIZE),
+            log_block_max_size=cfg.get(C.LOGFILE_DATA_BLOCK_MAX_SIZE),
             append_in_place=cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC,
             log_column_stats=bool(cfg.get(C.METADATA_ENABLE) and cfg.get(C.METADATA_COLUMN_STATS_ENABLE)),
             stats_columns=tuple(cfg.get(C.METADATA_COLUMN_STATS_COLUMNS)),

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from pyhudi.errors import HudiConfigError, HudiRetentionError, HudiUnsupportedError
 from pyhudi.instant_time import parse_query_instant
-from pyhudi.io.file_names import parse_log_file
+from pyhudi.io.file_names import log_order, parse_log_file
 from pyhudi.read.cdc import CDC_SCHEMA, CDCContext, CDCSplit, InferenceCase, split_changes
 from pyhudi.read.merge import MergeSpec
 from pyhudi.read.retention import CleanedSlice, cleaned_slices
@@ -165,6 +165,13 @@ def _slice_holding(group: FileGroup | None, name: str) -> FileSlice | None:
     return None
 
 
+def _cdc_file_order(path: str) -> tuple:
+    """Change data files of one write in the order they were written (log version; Hudi's
+    ``LogFileComparator``), not by name, where ``log.10`` sorts before ``log.2``."""
+    parsed = parse_log_file(posixpath.basename(path))
+    return (0, *log_order(parsed), path) if parsed is not None else (1, "", 0, "", path)
+
+
 def _split_of_stat(instant: str, stat: WriteStat, operation: str, groups: dict[tuple[str, str], FileGroup],
                    cleaned: list[CleanedSlice]) -> CDCSplit:
     """``HoodieCDCExtractor.parseWriteStat``: the split of one file a commit wrote."""
@@ -183,7 +190,8 @@ def _split_of_stat(instant: str, stat: WriteStat, operation: str, groups: dict[t
     elif group is not None and not stat.is_log:
         previous = _latest_before(group, instant)
     if stat.cdcStats:
-        cdc_files = tuple(sorted(stat.cdcStats))
+        # a write's change data rolled over into several files (HoodieCDCLogger): read in log version order
+        cdc_files = tuple(sorted(stat.cdcStats, key=_cdc_file_order))
         return CDCSplit(instant, InferenceCase.AS_IS, partition, fid, cdc_files,
                         before=previous.to_read() if previous else None,
                         after=written.to_read() if written else None)

@@ -78,6 +78,29 @@ def _create_log_file(storage: Storage, ctx: WriteContext, rel: str, payload: byt
                                                       token))
 
 
+def _data_blocks(ctx: WriteContext, records: pa.Table) -> list[bytes]:
+    """The records as data blocks of about ``hoodie.logfile.data.block.max.size`` bytes at most
+    (``HoodieAppendHandle`` flushes a block once its records' estimated size reaches it): encoded
+    whole first, and cut into equal runs of records where that is too large."""
+    # partial updates (Hudi 1.x HoodieAppendHandle with hoodie.write.partial.update.schema): the
+    # block's writer schema is the partial one and its header says IS_PARTIAL=true
+    partial = ctx.partial_update_schema is not None
+    writer_schema = ctx.partial_update_schema or ctx.settings.avro_schema
+
+    def encode(rows: pa.Table) -> bytes:
+        if ctx.log_block_format == "parquet":
+            return parquet_data_block(rows, writer_schema, ctx.instant_time, compression=ctx.settings.codec,
+                                      dictionary=ctx.settings.dictionary, partial=partial)
+        return avro_data_block(rows, writer_schema, ctx.instant_time, partial=partial)
+
+    whole = encode(records)
+    pieces = min(records.num_rows, -(-len(whole) // ctx.log_block_max_size))
+    if pieces <= 1:
+        return [whole]
+    step = -(-records.num_rows // pieces)
+    return [encode(records.slice(start, step)) for start in range(0, records.num_rows, step)]
+
+
 def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
                   rows: pa.Table, task: TaskInfo, *, first_position: int = 0) -> dict | None:
     """Write ``rows`` (already combined) as log blocks of the bucket's file group."""
@@ -95,16 +118,7 @@ def append_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket
     blocks = []
     if live.num_rows:
         records = to_storage_rows(live, schema, ctx, bucket.file_id_prefix, task, first_position)
-        # partial updates (Hudi 1.x HoodieAppendHandle with hoodie.write.partial.update.schema): the
-        # block's writer schema is the partial one and its header says IS_PARTIAL=true
-        partial = ctx.partial_update_schema
-        writer_schema = partial or ctx.settings.avro_schema
-        if ctx.log_block_format == "parquet":
-            blocks.append(parquet_data_block(records, writer_schema, ctx.instant_time,
-                                             compression=ctx.settings.codec,
-                                             dictionary=ctx.settings.dictionary, partial=partial is not None))
-        else:
-            blocks.append(avro_data_block(records, writer_schema, ctx.instant_time, partial=partial is not None))
+        blocks += _data_blocks(ctx, records)
     if gone.num_rows:
         blocks.append(delete_block(gone.column(RECORD_KEY).combine_chunks(),
                                    gone.column(PARTITION_PATH).combine_chunks(), ctx.instant_time,

@@ -23,9 +23,11 @@ changes as they are (AS_IS), which is right in every case. New file groups (crea
 merge-on-read log appends write none, as in Hudi: their changes are inferred from the new base
 file (BASE_FILE_INSERT) and the log file (LOG_FILE) by the reader.
 
-The file is created with a CREATE marker naming it (``HoodieWriteHandle.getLogCreationCallback``),
-so a failed write's rollback deletes it with the base file; its path and size go into the write
-stat's ``cdcStats`` (``HoodieCDCLogger.getCDCWriteStats``: partition-relative path -> bytes).
+The changes go in blocks of ``hoodie.logfile.data.block.max.size``, and the file rolls over to the
+next log version past ``hoodie.logfile.max.size`` (:func:`write_cdc_file`). Each file is created
+with a CREATE marker naming it (``HoodieWriteHandle.getLogCreationCallback``), so a failed write's
+rollback deletes it with the base file; the path and size of every file go into the write stat's
+``cdcStats`` (``HoodieCDCLogger.getCDCWriteStats``: partition-relative path -> bytes).
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ from pyhudi.write.markers import CREATE, create_marker
 from pyhudi.write.plan import WriteBucket, WriteContext
 from pyhudi.write.task import TaskInfo
 
-#: ``hoodie.logfile.data.block.max.size`` (``HoodieStorageConfig``): a change data block holds at most this much
+#: ``hoodie.logfile.data.block.max.size``'s default (``HoodieStorageConfig``): the most a change data block holds
 CDC_BLOCK_MAX_SIZE = 256 * 1024 * 1024
+#: ``hoodie.logfile.max.size``'s default (``HoodieStorageConfig``): a change data file rolls over past it
+DEFAULT_LOG_MAX_SIZE = 1024 * 1024 * 1024
 
 
 def merge_changes(before: pa.Table, updated: np.ndarray, deleted: np.ndarray, after: pa.Table,
@@ -112,23 +116,47 @@ def log_merge(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task: Ta
 
 def write_changes(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task: TaskInfo,
                   changes: Changes) -> dict[str, int]:
-    """Write a file group's change data file for this write; its ``cdcStats`` entry (path -> size).
-
-    One file ``.{fileId}_{instant}.log.1_{token}.cdc`` with the changes in blocks of at most
-    :data:`CDC_BLOCK_MAX_SIZE`; a file of the same name left by an earlier attempt of this task is
-    replaced (the marker names it already)."""
+    """Write a file group's change data files for this write; its ``cdcStats`` (path -> size of
+    every file written), as :func:`write_cdc_file` writes them with the write's log sizes."""
     assert ctx.cdc_mode is not None
     return write_cdc_file(storage, changes, partition=bucket.partition_path, file_id=bucket.file_id_prefix,
                           instant=ctx.instant_time, token=task.token, mode=ctx.cdc_mode,
-                          writer_schema=ctx.settings.avro_schema)
+                          writer_schema=ctx.settings.avro_schema, max_file_size=ctx.log_max_size,
+                          max_block_size=ctx.log_block_max_size)
 
 
 def write_cdc_file(storage: Storage, changes: Changes, *, partition: str, file_id: str, instant: str, token: str,
-                   mode: str, writer_schema: str) -> dict[str, int]:
-    """:func:`write_changes` for any writer of a file group (merges, compaction)."""
-    blocks = list(cdc_blocks(changes, LoggingMode.of(mode), writer_schema, instant, max_block_size=CDC_BLOCK_MAX_SIZE))
-    payload = b"".join(blocks)
-    rel = relative_path(partition, cdc_file_name(file_id, instant, token))
+                   mode: str, writer_schema: str, max_file_size: int = DEFAULT_LOG_MAX_SIZE,
+                   max_block_size: int = CDC_BLOCK_MAX_SIZE) -> dict[str, int]:
+    """A file group's change data files for a write (merges, compaction); their ``cdcStats``.
+
+    The changes go in blocks of at most about ``max_block_size`` bytes
+    (``hoodie.logfile.data.block.max.size``; ``HoodieCDCLogger.flushIfNeeded``) into
+    ``.{fileId}_{instant}.log.1_{token}.cdc``. After each block, a file larger than
+    ``max_file_size`` (``hoodie.logfile.max.size``) is closed and the next block opens the next
+    version, with the same write token and suffix (``HoodieLogFormatWriter.appendBlocks`` ->
+    ``rolloverIfNeeded``; ``HoodieLogFormat.WriterBuilder`` appends ``.cdc`` to the rollover
+    token too): ``.log.2_{token}.cdc``, ... . No file is opened after the last block. Every file is
+    in the stats (``HoodieCDCLogger.getCDCWriteStats``: each path a block was appended to, with
+    its size) and is created with a CREATE marker. A file of the same name left by an earlier
+    attempt of this task is replaced (the marker names it already)."""
+    blocks = cdc_blocks(changes, LoggingMode.of(mode), writer_schema, instant, max_block_size=max_block_size)
+    stats: dict[str, int] = {}
+    version, pending, size = 1, [], 0
+    for block in blocks:
+        pending.append(block)
+        size += len(block)
+        if size > max_file_size:
+            stats.update(_write_one(storage, b"".join(pending), partition, file_id, instant, token, version))
+            version, pending, size = version + 1, [], 0
+    if pending:
+        stats.update(_write_one(storage, b"".join(pending), partition, file_id, instant, token, version))
+    return stats
+
+
+def _write_one(storage: Storage, payload: bytes, partition: str, file_id: str, instant: str, token: str,
+               version: int) -> dict[str, int]:
+    rel = relative_path(partition, cdc_file_name(file_id, instant, token, version))
     create_marker(storage, instant, rel, CREATE)
     try:
         storage.create_new(rel, payload)

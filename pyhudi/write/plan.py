@@ -88,6 +88,7 @@ class WriteContext:
     combine_in_handles: bool = False
     log_block_format: str = "avro"  # hoodie.logfile.data.block.format
     log_max_size: int = 1024 * 1024 * 1024  # hoodie.logfile.max.size
+    log_block_max_size: int = 256 * 1024 * 1024  # hoodie.logfile.data.block.max.size
     # append to a slice's current log file in place; off when writers run side by side, since two
     # processes appending to one file would interleave their bytes
     append_in_place: bool = True
