@@ -49,6 +49,9 @@ class Pipeline(WriteState):
 
     extra_metadata: dict[str, str] = field(default_factory=dict)  # stored in the commit as given
     partitions_to_delete: tuple[str, ...] | None = None  # delete_partition with the option set
+    #: rows keyed by their stored meta columns: the commit records Hudi's ``*_PREPPED`` operation
+    #: type, as ``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped`` / ``insertPreppedRecords`` do
+    prepped: bool = False
 
     def run(self, data: DataFrame, *, operation: str, replace: str | None, schema_json: str,
             commit: Callable[..., None]) -> tuple[CommitMetadata, dict[str, Any]]:
@@ -75,7 +78,7 @@ class Pipeline(WriteState):
                 rows, replaced = bucket_write(self, data, operation, ctx), None
             else:
                 rows, replaced = tagged_write(self, data, operation, ctx), None
-            op_type = replace or OPERATION_TYPES[operation]
+            op_type = replace or OPERATION_TYPES[operation] + ("_PREPPED" if self.prepped else "")
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit
