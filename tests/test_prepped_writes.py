@@ -300,5 +300,6 @@ def test_a_statement_holds_the_lock_from_its_read_in_single_writer_mode(spark, t
     monkeypatch.undo()
     assert len(outcome) == 1 and isinstance(outcome[0], HudiLockError), outcome
     assert [r["v"] for r in hudi_rs_rows(path)] == [11]
+    assert operation_types(path) == ["UPSERT", "UPSERT_PREPPED"]  # an UPDATE is prepped on any table in Hudi
     pyhudi.write(concurrent, path, opts)  # its turn after the statement
     assert [r["v"] for r in hudi_rs_rows(path)] == [50]

@@ -29,6 +29,14 @@ Decisions, each following Hudi where Hudi decides:
 * The matched rows are cached in the executors for the write (never collected to the driver): the
   write reads them several times (index lookup, sizing, files) while it writes the table they came
   from.
+* The rows are written by prepped writes, as Hudi's commands write them with
+  ``hoodie.spark.sql.optimized.writes.enable`` (its default, and the only way for a table with
+  auto-generated record keys): read with their ``_hoodie_record_key`` and ``_hoodie_partition_path``
+  and written back by them (``_hoodie.spark.sql.writes.prepped``), committed as ``UPSERT_PREPPED`` /
+  ``DELETE_PREPPED`` (``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped``); keys never
+  change. (Setting that option is refused: pyhudi does not implement the non-prepped statement.)
+* In single-writer mode the statement holds the table lock from its read to its commit
+  (:func:`statement_hold`).
 """
 
 from __future__ import annotations
@@ -86,22 +94,22 @@ class DmlTarget:
     #: how the table merges records (its payload, or the one the options name where a copy-on-write
     #: table of version 6 records none)
     merge_spec: MergeSpec = MergeSpec(None)
-    #: the table has auto-generated record keys (no record key field): its rows are read with their
-    #: stored key and partition path and written back by them (a prepped write)
+    #: the table has auto-generated record keys (no record key field)
     auto_keys: bool = False
 
     @property
     def stored_key_columns(self) -> list[str]:
         """The meta columns a statement carries from the rows it read to the rows it writes: the
-        stored record key and partition path on a table with auto-generated keys, else none."""
-        return list(PREPPED_COLUMNS) if self.auto_keys else []
+        stored record key and partition path, which a prepped write is keyed by."""
+        return list(PREPPED_COLUMNS)
 
-    def operation(self, base: str) -> str:
-        """The write operation of a statement whose rows are ``base`` (upsert or delete): prepped
-        on a table with auto-generated keys, as Hudi's ``UpdateHoodieTableCommand`` and
-        ``DeleteHoodieTableCommand`` write (``_hoodie.spark.sql.writes.prepped``, committed as
-        ``UPSERT_PREPPED`` / ``DELETE_PREPPED``)."""
-        return f"{base}{PREPPED_SUFFIX}" if self.auto_keys else base
+    def prepped(self, operation: str) -> str:
+        """``operation`` (upsert or delete) as the prepped write an ``UPDATE`` or ``DELETE`` is in
+        Hudi: ``UpdateHoodieTableCommand`` and ``DeleteHoodieTableCommand`` write the rows with their
+        meta columns and ``_hoodie.spark.sql.writes.prepped`` under
+        ``hoodie.spark.sql.optimized.writes.enable`` (default true), committed as ``UPSERT_PREPPED`` /
+        ``DELETE_PREPPED`` (``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped``)."""
+        return f"{operation}{PREPPED_SUFFIX}"
 
     @property
     def columns(self) -> list[str]:
@@ -271,7 +279,7 @@ def _update(spark: SparkSession, path: str, set: Mapping[str, Column | str],  # 
         matched = out.count()
         if matched == 0:
             return nothing_matched(path, "upsert", "no row matches the condition; nothing written")
-        return write_rows(out, target, target.operation("upsert"), {"updated": matched, "deleted": 0, "inserted": 0})
+        return write_rows(out, target, target.prepped("upsert"), {"updated": matched, "deleted": 0, "inserted": 0})
 
 
 def delete(spark: SparkSession, path: str, *, where: Column | str | None,
@@ -300,4 +308,4 @@ def _delete(spark: SparkSession, path: str, where: Column | str | None, options:
         matched = out.count()
         if matched == 0:
             return nothing_matched(path, "delete", "no row matches the condition; nothing written")
-        return write_rows(out, target, target.operation("delete"), {"updated": 0, "deleted": matched, "inserted": 0})
+        return write_rows(out, target, target.prepped("delete"), {"updated": 0, "deleted": matched, "inserted": 0})

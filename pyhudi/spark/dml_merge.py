@@ -38,6 +38,11 @@ How it runs, and where it follows Hudi's ``MergeIntoHoodieTableCommand``:
   for inserts). Two inserted rows with one key are combined by the upsert as any upsert's are.
 * Updates, deletes (rows flagged with the pipeline's delete flag) and inserts go in one upsert, one
   instant; nothing to do writes nothing (``instant_time=None``).
+* A table with auto-generated record keys has no key to equate: ``on`` may be any condition, as
+  Hudi allows for tables without a primary key (``MergeIntoHoodieTableCommand``), and the target is
+  read whole. Matched rows are written by their stored ``_hoodie_record_key`` / partition path (the
+  merge-into prepped write, ``_hoodie.spark.sql.merge.into.prepped``), inserts get generated keys; Hudi's
+  client runs a plain upsert, so the commit records ``UPSERT``.
 * Allowed where Hudi is narrower only because of how it runs the merge: an update clause of a
   merge-on-read table may read target columns (``set={"n": "t.n + s.n"}``; Hudi's
   ``checkUpdatingActions`` refuses it because its ``ExpressionPayload`` has no target row for log
@@ -205,7 +210,7 @@ class MergeBuilder:
                 return result
             data = rows.where(F.col(_ACTION).isNotNull() & ~F.col(_STALE)).drop(
                 _ACTION, _STALE, *[c for c in rows.columns if c.startswith(_TKEY)])
-            return write_rows(data, target, target.operation("upsert"), counts)
+            return write_rows(data, target, target.prepped("upsert") if target.auto_keys else "upsert", counts)
 
     # -- the parts ---------------------------------------------------------------------------
     def _equated(self, target: DmlTarget, src_cols: Mapping[str, str]) -> dict[str, str]:
@@ -340,7 +345,8 @@ class MergeBuilder:
         """The matched target row's key fields (with its partition fields; the stored key where
         keys are generated), for the cardinality check."""
         t = self.target_alias
-        fields = target.stored_key_columns[:1] or [*target.record_key_fields, *target.partition_fields]
+        fields = target.stored_key_columns[:1] if target.auto_keys else \
+            [*target.record_key_fields, *target.partition_fields]
         return [F.when(F.col(_MATCHED).isNotNull(), F.col(f"{t}.`{f}`")).alias(f"{_TKEY}{i}")
                 for i, f in enumerate(dict.fromkeys(fields))]
 
