@@ -171,7 +171,7 @@ def apply(spark, path: str, table_type: str, model: Model, op: tuple) -> str | N
 
 
 # stateful across examples (one table per type), so no shrinking: a failure is replayed as drawn
-@settings(max_examples=7, deadline=None, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=6, deadline=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(op=_OPS)
 def test_statements_and_prepped_writes_on_generated_keys_match_the_model(spark, modelled, op):
@@ -303,3 +303,34 @@ def test_a_statement_holds_the_lock_from_its_read_in_single_writer_mode(spark, t
     assert operation_types(path) == ["UPSERT", "UPSERT_PREPPED"]  # an UPDATE is prepped on any table in Hudi
     pyhudi.write(concurrent, path, opts)  # its turn after the statement
     assert [r["v"] for r in hudi_rs_rows(path)] == [50]
+
+
+def test_prepped_rows_go_to_their_stored_file_groups_without_an_index_lookup(spark, tmp_path):
+    """Hudi's prepped writes take each record's location from ``_hoodie_file_name``
+    (``HoodieCreateRecordUtils``) and do not tag (``SparkUpsertPreppedCommitActionExecutor``): no
+    index statistics, where a keyed upsert of the same rows looks them up."""
+    path = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "x",
+            "hoodie.datasource.write.partitionpath.field": "region", "hoodie.datasource.write.precombine.field": "v"}
+    pyhudi.write(spark.createDataFrame([(x, REGIONS[x % 2], x) for x in range(4)], SCHEMA), path, opts)
+    keyed = pyhudi.write(spark.createDataFrame([(1, "p1", 5)], SCHEMA), path, opts)
+    assert "index" in keyed.stats
+    rows = pyhudi.read(spark, path).where("x IN (1, 2)").withColumn("v", F.col("v") + 100)
+    prepped = pyhudi.write(rows, path, {**opts, "hoodie.datasource.write.operation": "upsert_prepped"})
+    assert "index" not in prepped.stats
+    assert operation_types(path) == ["UPSERT", "UPSERT", "UPSERT_PREPPED"]
+    assert sorted((r["x"], r["v"]) for r in hudi_rs_rows(path)) == [(0, 0), (1, 105), (2, 102), (3, 3)]
+
+
+def test_prepped_rows_of_a_replaced_file_group_are_refused(spark, auto_table):
+    """Rows read before an overwrite name a file group that is gone: writing into it would hide the
+    change, so the write is refused and rolled back."""
+    path = auto_table
+    stale = spark.createDataFrame([r.asDict() for r in pyhudi.read(spark, path).where("region = 'p0'").collect()])
+    pyhudi.write(spark.createDataFrame([(10, "p0", 1)], SCHEMA), path,
+                 {**options("MERGE_ON_READ"), "hoodie.datasource.write.operation": "insert_overwrite"})
+    before = table_state(spark, path)
+    with pytest.raises(HudiConfigError, match="file groups that are no longer in .* read the rows again"):
+        pyhudi.write(stale, path, {**options("MERGE_ON_READ"), "hoodie.datasource.write.operation": "upsert_prepped"})
+    assert table_state(spark, path) == before
+    assert operation_types(path) == ["BULK_INSERT", "INSERT_OVERWRITE"]

@@ -56,7 +56,7 @@ from pyspark.sql import types as T
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
 from pyhudi.errors import HudiConfigError, HudiSchemaError
-from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.io.avro_schema import FILE_NAME, META_FIELDS
 from pyhudi.read.payloads import MergeSpec
 from pyhudi.spark.reader import read, spark_schema
 from pyhudi.spark.storage_conf import table_storage
@@ -100,8 +100,9 @@ class DmlTarget:
     @property
     def stored_key_columns(self) -> list[str]:
         """The meta columns a statement carries from the rows it read to the rows it writes: the
-        stored record key and partition path, which a prepped write is keyed by."""
-        return list(PREPPED_COLUMNS)
+        stored record key and partition path, which a prepped write is keyed by, and the file name,
+        whose file group it writes to without an index lookup."""
+        return [*PREPPED_COLUMNS, FILE_NAME]
 
     def prepped(self, operation: str) -> str:
         """``operation`` (upsert or delete) as the prepped write an ``UPDATE`` or ``DELETE`` is in

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.index.bloom_index import remember_ranges
-from pyhudi.io.avro_schema import storage_schema
+from pyhudi.io.avro_schema import FILE_NAME, storage_schema
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
 from pyhudi.spark.bulk_write import bulk_insert, deleted_partitions, replaced_groups
@@ -62,8 +62,12 @@ class Pipeline(WriteState):
         table = self.table
         try:
             ctx = self.context()
-            local = local_index(self, operation)
             bucket = self.cfg.get(C.INDEX_TYPE) == "BUCKET"
+            located = self.prepped and FILE_NAME in data.columns and not bucket and replace is None \
+                and operation in ("upsert", "delete")
+            if not located:
+                data = data.drop(FILE_NAME)
+            local = None if located else local_index(self, operation)
             replaced: dict[str, list[str]] | None
             if replace == DELETE_PARTITION:
                 rows, replaced = [], deleted_partitions(self, data, self.partitions_to_delete)

@@ -37,7 +37,7 @@ from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.errors import HudiCommitError, HudiError, HudiRestoreError
-from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
+from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, META_FIELDS, table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.restore import pending_restore
@@ -143,7 +143,8 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     if replace == DELETE_PARTITION and request.table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
     spec = check_features(request)
-    stored = PREPPED_COLUMNS if request.prepped else ()  # a prepped write is keyed by these meta columns
+    # a prepped write is keyed by these meta columns, and finds its records by the file names it carries
+    stored = (*PREPPED_COLUMNS, FILE_NAME) if request.prepped else ()
     data = df.drop(*[c for c in df.columns if c in META_FIELDS and c not in stored])
     ordering = check_input(request, spec, data)
     # (a DML statement's delete flag and a prepped row's stored key are no table data)
