@@ -21,7 +21,8 @@ Hudi can automatically generate record keys"):
 * ``HoodieWriterUtils.validateTableConfig``: a record key field given to a table without one is a
   conflict ("RecordKey").
 * Upserts and deletes: Hudi updates such a table only through rows carrying their stored
-  ``_hoodie_record_key`` (``canDoPreppedWrites``) or Spark SQL; pyhudi refuses both (a keyed
+  ``_hoodie_record_key`` (``canDoPreppedWrites``) or Spark SQL; pyhudi writes those as prepped
+  writes (tests/test_prepped_writes.py) and refuses an upsert or delete of rows without it (a keyed
   upsert would give every row a fresh key and duplicate the records).
 """
 

@@ -33,9 +33,13 @@ OPERATION = option(
     "hoodie.datasource.write.operation", "upsert",
     "Write operation: upsert, insert, bulk_insert, delete; insert_overwrite (the batch replaces every "
     "partition it has records in), insert_overwrite_table (the batch replaces the table), delete_partition "
-    "(the partitions of hoodie.datasource.write.partitions.to.delete, else the batch's, are emptied).",
+    "(the partitions of hoodie.datasource.write.partitions.to.delete, else the batch's, are emptied); "
+    "upsert_prepped, insert_prepped, delete_prepped: rows that carry Hudi's _hoodie_record_key and "
+    "_hoodie_partition_path (read from the table) written by those stored values, no key generated (an upsert "
+    "or delete of such rows on a table with auto-generated keys is prepped too).",
     lambda v: choice("UPSERT", "INSERT", "BULK_INSERT", "DELETE", "INSERT_OVERWRITE",
-                     "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION")(v).lower())
+                     "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION", "UPSERT_PREPPED", "INSERT_PREPPED",
+                     "DELETE_PREPPED")(v).lower())
 PARTITIONS_TO_DELETE = option(
     "hoodie.datasource.write.partitions.to.delete", None,
     "delete_partition: comma-separated partition paths to empty, * matching any characters "
@@ -74,6 +78,14 @@ def _parse_keygen_type(value: Any) -> str:
     base = text[:-len("_AVRO")] if text.endswith("_AVRO") else text
     if base in KEYGEN_TYPES:
         return base
+    if base == "AUTO_RECORD":
+        raise Unimplemented(
+            f"{text} names Hudi's AutoRecordGenWrapper{'Avro' if text != base else ''}KeyGenerator, which Hudi wraps "
+            "around the table's key generator itself when no record key field is set "
+            "(HoodieSparkKeyGeneratorFactory.createKeyGenerator); it is not a type to choose: its only constructor "
+            "takes the key generator it wraps, so Hudi cannot build it from this option either. For "
+            "auto-generated record keys leave hoodie.datasource.write.recordkey.field unset and name the partition "
+            "path's key generator (SIMPLE, TIMESTAMP, CUSTOM, NON_PARTITION...) or none")
     if text in HUDI_ONLY_KEYGEN_TYPES:
         raise Unimplemented(f"pyhudi implements the key generator types {', '.join(KEYGEN_TYPES)} (and their _AVRO "
                             f"twins), not {text} (a key generator whose keys or partition paths it cannot reproduce)")
@@ -83,7 +95,8 @@ def _parse_keygen_type(value: Any) -> str:
 KEYGENERATOR_TYPE = option(
     "hoodie.datasource.write.keygenerator.type", None,
     "Key generator type (SIMPLE, COMPLEX, TIMESTAMP, NON_PARTITION, CUSTOM, or their _AVRO twins); the class wins "
-    "when both are set. Hudi's other types (GLOBAL_DELETE, AUTO_RECORD, SPARK_SQL...) are not implemented.",
+    "when both are set. Hudi's other types (GLOBAL_DELETE, SPARK_SQL...) are not implemented; AUTO_RECORD is the "
+    "wrapper Hudi applies itself when no record key field is set, refused as a choice (Hudi cannot build it).",
     _parse_keygen_type)
 HIVE_STYLE_PARTITIONING = option(
     "hoodie.datasource.write.hive_style_partitioning", False,

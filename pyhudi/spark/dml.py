@@ -29,6 +29,14 @@ Decisions, each following Hudi where Hudi decides:
 * The matched rows are cached in the executors for the write (never collected to the driver): the
   write reads them several times (index lookup, sizing, files) while it writes the table they came
   from.
+* The rows are written by prepped writes, as Hudi's commands write them with
+  ``hoodie.spark.sql.optimized.writes.enable`` (its default, and the only way for a table with
+  auto-generated record keys): read with their ``_hoodie_record_key`` and ``_hoodie_partition_path``
+  and written back by them (``_hoodie.spark.sql.writes.prepped``), committed as ``UPSERT_PREPPED`` /
+  ``DELETE_PREPPED`` (``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped``); keys never
+  change. (Setting that option is refused: pyhudi does not implement the non-prepped statement.)
+* In single-writer mode the statement holds the table lock from its read to its commit
+  (:func:`statement_hold`).
 """
 
 from __future__ import annotations
@@ -47,13 +55,15 @@ from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.errors import HudiConfigError, HudiSchemaError, HudiUnsupportedError
-from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.errors import HudiConfigError, HudiSchemaError
+from pyhudi.io.avro_schema import FILE_NAME, META_FIELDS
 from pyhudi.read.payloads import MergeSpec
 from pyhudi.spark.reader import read, spark_schema
 from pyhudi.spark.storage_conf import table_storage
+from pyhudi.spark.write_options import PREPPED_COLUMNS, PREPPED_SUFFIX
 from pyhudi.spark.writer import write
 from pyhudi.table.table import HudiTable
+from pyhudi.transaction.lock import operation_hold
 from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.result import WriteResult
 
@@ -84,6 +94,23 @@ class DmlTarget:
     #: how the table merges records (its payload, or the one the options name where a copy-on-write
     #: table of version 6 records none)
     merge_spec: MergeSpec = MergeSpec(None)
+    #: the table has auto-generated record keys (no record key field)
+    auto_keys: bool = False
+
+    @property
+    def stored_key_columns(self) -> list[str]:
+        """The meta columns a statement carries from the rows it read to the rows it writes: the
+        stored record key and partition path, which a prepped write is keyed by, and the file name,
+        whose file group it writes to without an index lookup."""
+        return [*PREPPED_COLUMNS, FILE_NAME]
+
+    def prepped(self, operation: str) -> str:
+        """``operation`` (upsert or delete) as the prepped write an ``UPDATE`` or ``DELETE`` is in
+        Hudi: ``UpdateHoodieTableCommand`` and ``DeleteHoodieTableCommand`` write the rows with their
+        meta columns and ``_hoodie.spark.sql.writes.prepped`` under
+        ``hoodie.spark.sql.optimized.writes.enable`` (default true), committed as ``UPSERT_PREPPED`` /
+        ``DELETE_PREPPED`` (``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped``)."""
+        return f"{operation}{PREPPED_SUFFIX}"
 
     @property
     def columns(self) -> list[str]:
@@ -113,10 +140,11 @@ class DmlTarget:
 
     def read(self, spark: SparkSession, where: Column | str | None, what: str) -> DataFrame:
         """The latest snapshot's rows ``where`` matches, pruned by partition and data skipping,
-        without meta columns; an unresolvable condition is a :class:`HudiSchemaError`."""
+        without meta columns but the stored key ones (:attr:`stored_key_columns`); an unresolvable
+        condition is a :class:`HudiSchemaError`."""
         with resolving(what):  # (the condition is planned as soon as it prunes)
             df = read(spark, self.path, self.options, filters=where)
-            df = df.select(*[F.col(f"`{c}`") for c in self.columns])
+            df = df.select(*[F.col(f"`{c}`") for c in self.columns + self.stored_key_columns])
         return analysed(df, what)
 
 
@@ -138,15 +166,29 @@ def open_target(spark: SparkSession, path: str, options: Mapping[str, Any] | Non
     assert full is not None
     schema = T.StructType([f for f in full.fields if f.name not in META_FIELDS])
     tc = table.config
-    if not tc.record_key_fields:
-        raise HudiUnsupportedError(
-            f"{what}: the table has no record key field (auto-generated keys); pyhudi's statements write "
-            "records back by key, which such a table cannot do: rewrite the affected partitions instead")
     payload = tc.payload_class or cfg.get(C.PAYLOAD_CLASS)
     spec = MergeSpec.of(tc.merge_ordering_field, payload)
     return DmlTarget(path=path, table=table, schema=schema, record_key_fields=tc.record_key_fields,
                      partition_fields=tc.partition_fields, precombine_field=tc.precombine_field,
-                     ordering_field=tc.merge_ordering_field, options=opts, merge_spec=spec)
+                     ordering_field=tc.merge_ordering_field, options=opts, merge_spec=spec,
+                     auto_keys=not tc.record_key_fields)
+
+
+@contextlib.contextmanager
+def statement_hold(spark: SparkSession, path: str, options: Mapping[str, Any] | None) -> Iterator[None]:
+    """The table lock held from a statement's read of the target to its write's last post-commit
+    service, in single-writer mode (:func:`pyhudi.transaction.lock.operation_hold`; the write
+    re-enters it). A statement's rows are computed from what it read: had another writer committed
+    between the read and the write, the statement would write rows computed from the older snapshot
+    over that commit's changes, and nothing would notice, since single-writer mode checks no
+    conflicts. Hudi's single-writer mode assumes no other writer at all; pyhudi's writers take the
+    lock for a whole operation, so a second one waits for the statement instead. Under optimistic
+    concurrency control nothing is held, as for any write: conflicts are checked at commit against
+    what completed after the write started (Hudi's SQL commands, too, list the target before their
+    write client captures its last completed instant, ``BaseHoodieWriteClient.preWrite``)."""
+    opts = dict(options or {})
+    with operation_hold(table_storage(spark, path, opts), HudiConfig.of(opts)):
+        yield
 
 
 def analysed(df: DataFrame, what: str) -> DataFrame:
@@ -214,6 +256,12 @@ def update(spark: SparkSession, path: str, *, where: Column | str | None,
     what = f"update of {path}"
     if not set:
         raise HudiConfigError(f"{what}: set names no column")
+    with statement_hold(spark, path, options):
+        return _update(spark, path, set, where, options, what)
+
+
+def _update(spark: SparkSession, path: str, set: Mapping[str, Column | str],  # noqa: A002
+            where: Column | str | None, options: Mapping[str, Any] | None, what: str) -> WriteResult:
     target = open_target(spark, path, options, what)
     if target is None:
         return nothing_matched(path, "upsert", "the table has no rows yet; nothing updated")
@@ -226,13 +274,13 @@ def update(spark: SparkSession, path: str, *, where: Column | str | None,
     rows = target.read(spark, where, what)
     with resolving(what):
         out = rows.select(*[assigned[c].cast(target.schema[c].dataType).alias(c) if c in assigned
-                            else F.col(f"`{c}`") for c in target.columns])
+                            else F.col(f"`{c}`") for c in target.columns + target.stored_key_columns])
     out = analysed(out, what)
     with cached(out) as out:
         matched = out.count()
         if matched == 0:
             return nothing_matched(path, "upsert", "no row matches the condition; nothing written")
-        return write_rows(out, target, "upsert", {"updated": matched, "deleted": 0, "inserted": 0})
+        return write_rows(out, target, target.prepped("upsert"), {"updated": matched, "deleted": 0, "inserted": 0})
 
 
 def delete(spark: SparkSession, path: str, *, where: Column | str | None,
@@ -242,16 +290,23 @@ def delete(spark: SparkSession, path: str, *, where: Column | str | None,
     None deletes every row. Returns the write's result with ``deleted`` (rows matched) in its stats.
     """
     what = f"delete from {path}"
+    with statement_hold(spark, path, options):
+        return _delete(spark, path, where, options, what)
+
+
+def _delete(spark: SparkSession, path: str, where: Column | str | None, options: Mapping[str, Any] | None,
+            what: str) -> WriteResult:
     target = open_target(spark, path, options, what)
     if target is None:
         return nothing_matched(path, "delete", "the table has no rows yet; nothing deleted")
     rows = target.read(spark, where, what)
-    needed = [*target.record_key_fields, *target.partition_fields]
+    needed = [*target.record_key_fields, *target.partition_fields, *target.stored_key_columns]
     if target.precombine_field in target.columns:
         needed.append(target.precombine_field)
-    out = rows.select(*[F.col(f"`{c}`") for c in dict.fromkeys(needed) if c in target.columns])
+    out = rows.select(*[F.col(f"`{c}`") for c in dict.fromkeys(needed)
+                        if c in target.columns or c in target.stored_key_columns])
     with cached(out) as out:
         matched = out.count()
         if matched == 0:
             return nothing_matched(path, "delete", "no row matches the condition; nothing written")
-        return write_rows(out, target, "delete", {"updated": 0, "deleted": matched, "inserted": 0})
+        return write_rows(out, target, target.prepped("delete"), {"updated": 0, "deleted": matched, "inserted": 0})

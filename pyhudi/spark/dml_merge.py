@@ -38,6 +38,11 @@ How it runs, and where it follows Hudi's ``MergeIntoHoodieTableCommand``:
   for inserts). Two inserted rows with one key are combined by the upsert as any upsert's are.
 * Updates, deletes (rows flagged with the pipeline's delete flag) and inserts go in one upsert, one
   instant; nothing to do writes nothing (``instant_time=None``).
+* A table with auto-generated record keys has no key to equate: ``on`` may be any condition, as
+  Hudi allows for tables without a primary key (``MergeIntoHoodieTableCommand``), and the target is
+  read whole. Matched rows are written by their stored ``_hoodie_record_key`` / partition path (the
+  merge-into prepped write, ``_hoodie.spark.sql.merge.into.prepped``), inserts get generated keys; Hudi's
+  client runs a plain upsert, so the commit records ``UPSERT``.
 * Allowed where Hudi is narrower only because of how it runs the merge: an update clause of a
   merge-on-read table may read target columns (``set={"n": "t.n + s.n"}``; Hudi's
   ``checkUpdatingActions`` refuses it because its ``ExpressionPayload`` has no target row for log
@@ -78,8 +83,10 @@ from pyhudi.spark.dml import (
     nothing_matched,
     open_target,
     resolving,
+    statement_hold,
     write_rows,
 )
+from pyhudi.spark.keygen import GENERATE_KEY
 from pyhudi.write.result import WriteResult
 
 log = logging.getLogger("pyhudi")
@@ -151,7 +158,12 @@ class MergeBuilder:
 
     def execute(self, options: Mapping[str, Any] | None = None) -> WriteResult:
         """Run the merge as one upsert commit; the result's stats say how many rows were
-        ``updated``, ``deleted`` and ``inserted``."""
+        ``updated``, ``deleted`` and ``inserted``. The table lock is held from the read of the
+        target to the write in single-writer mode (:func:`pyhudi.spark.dml.statement_hold`)."""
+        with statement_hold(self.spark, self.path, options):
+            return self._execute(options)
+
+    def _execute(self, options: Mapping[str, Any] | None) -> WriteResult:
         what = f"merge into {self.path}"
         if not self.clauses:
             raise HudiConfigError(f"{what}: no when_... clause")
@@ -196,7 +208,7 @@ class MergeBuilder:
                 kinds = F.when(F.col(_ACTION).isin(indexes), F.lit(kind)).otherwise(kinds)
             rows = joined.where(F.col(_ACTION).isNotNull() | matched).select(
                 *[v.alias(c) for c, v in values.items()], is_delete.alias(DELETE_FLAG), kinds.alias(_ACTION),
-                stale.alias(_STALE), *self._key_of_target(target))
+                stale.alias(_STALE), *self._key_of_target(target), *self._stored_keys(target, matched))
             rows = analysed(rows, what)
         with cached(rows) as rows:
             counts = self._tally(rows, target, check=any(c.kind != "insert" for c in self.clauses))
@@ -209,7 +221,7 @@ class MergeBuilder:
             partial = self._partial_update_schema(target, counts)
             if partial is not None:
                 target = replace(target, options={**target.options, C.WRITE_PARTIAL_UPDATE_SCHEMA.key: partial})
-            result = write_rows(data, target, "upsert", counts)
+            result = write_rows(data, target, target.prepped("upsert") if target.auto_keys else "upsert", counts)
             result.stats["partial_update"] = partial is not None
             return result
 
@@ -255,7 +267,11 @@ class MergeBuilder:
         return table_avro_schema(arrow_schema(T.StructType([target.schema[c] for c in columns])), table.name)
 
     def _equated(self, target: DmlTarget, src_cols: Mapping[str, str]) -> dict[str, str]:
-        """{target field: source column} of ``on``, checked as Hudi's MERGE INTO checks it."""
+        """{target field: source column} of ``on``, checked as Hudi's MERGE INTO checks it. A table
+        with auto-generated keys has no key to equate: any condition matches (Hudi: "pkless tables
+        can have more complex conditions"), the target is read whole."""
+        if target.auto_keys:
+            return {}
         what = f"merge into {self.path}, on"
         on: Any = self.on
         text = on if isinstance(on, str) else on._jc.toString()  # a Column's expression as SQL text
@@ -368,10 +384,22 @@ class MergeBuilder:
         assert value is not None
         return value
 
-    def _key_of_target(self, target: DmlTarget) -> list[Column]:
-        """The matched target row's key fields (with its partition fields), for the cardinality check."""
+    def _stored_keys(self, target: DmlTarget, matched: Column) -> list[Column]:
+        """On a table with auto-generated keys: the matched row's stored key and partition path
+        (the write is prepped), and the mark of rows to key as new records (inserts), as Hudi's
+        MERGE INTO projects the target's meta columns for a table without a record key field
+        (``MergeIntoHoodieTableCommand``: "for pkless table, we need to project the meta columns")."""
+        if not target.auto_keys:
+            return []
         t = self.target_alias
-        fields = [*target.record_key_fields, *target.partition_fields]
+        return [*[F.col(f"{t}.`{c}`").alias(c) for c in target.stored_key_columns], (~matched).alias(GENERATE_KEY)]
+
+    def _key_of_target(self, target: DmlTarget) -> list[Column]:
+        """The matched target row's key fields (with its partition fields; the stored key where
+        keys are generated), for the cardinality check."""
+        t = self.target_alias
+        fields = target.stored_key_columns[:1] if target.auto_keys else \
+            [*target.record_key_fields, *target.partition_fields]
         return [F.when(F.col(_MATCHED).isNotNull(), F.col(f"{t}.`{f}`")).alias(f"{_TKEY}{i}")
                 for i, f in enumerate(dict.fromkeys(fields))]
 

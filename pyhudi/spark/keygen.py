@@ -229,6 +229,34 @@ def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: s
     })
 
 
+#: a prepped write's internal column marking rows that have no stored key yet and are keyed as
+#: new records (a merge's inserts into a table with auto-generated keys); dropped before writing
+GENERATE_KEY = "_pyhudi_generate_key"
+
+
+def with_stored_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str,
+                     instant: str | None = None) -> DataFrame:
+    """``df`` (a prepped write's rows) keyed by the record key and partition path it carries in
+    ``key_col`` / ``partition_col``, as Hudi's prepped writes take them from ``_hoodie_record_key``
+    and ``_hoodie_partition_path`` (``HoodieCreateRecordUtils.getHoodieKeyAndMaybeLocationFromAvroRecord``)
+    instead of running the key generator. A row without a stored key fails the job (it names no
+    record, and a generated key would insert it again), except rows :data:`GENERATE_KEY` marks: those
+    are keyed by the table's key generator, as Hudi's MERGE INTO keys the inserts of a table without
+    a record key field (``HoodieSparkKeyGeneratorFactory``: the auto-key wrapper unless
+    ``_hoodie.spark.sql.merge.into.prepped``, then ``SqlKeyGenerator``'s key-less path)."""
+    key = F.col(key_col).cast("string")
+    part = F.coalesce(F.col(partition_col).cast("string"), F.lit(""))
+    msg = (f"{key_col} is null or empty in some rows of a prepped write; prepped rows must be read from the "
+           "table with their meta columns (a new row has no stored key: insert it with insert or bulk_insert)")
+    key = F.when(key.isNull() | (key == ""), _raise(msg)).otherwise(key)
+    if GENERATE_KEY in df.columns:
+        fresh = F.coalesce(F.col(GENERATE_KEY).cast("boolean"), F.lit(False))
+        key = F.when(fresh, record_key_expr(spec, df.schema, instant=instant)).otherwise(key)
+        part = F.when(fresh, partition_path_expr(spec, df.schema, _session_tz(df))).otherwise(part)
+        return df.withColumns({key_col: key, partition_col: part}).drop(GENERATE_KEY)
+    return df.withColumns({key_col: key, partition_col: part})
+
+
 def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> None:
     """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
     be folders of ``table`` (None: not created yet), before anything is written.

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyhudi import config as C
 from pyhudi.index import INDEX_STATS_KEY
 from pyhudi.index.bloom_index import remember_ranges
-from pyhudi.io.avro_schema import storage_schema
+from pyhudi.io.avro_schema import FILE_NAME, storage_schema
 from pyhudi.metadata import column_stats
 from pyhudi.metadata.table import RECORD_INDEX_PARTITION, MetadataTable
 from pyhudi.spark.bulk_write import bulk_insert, deleted_partitions, replaced_groups
@@ -49,6 +49,9 @@ class Pipeline(WriteState):
 
     extra_metadata: dict[str, str] = field(default_factory=dict)  # stored in the commit as given
     partitions_to_delete: tuple[str, ...] | None = None  # delete_partition with the option set
+    #: rows keyed by their stored meta columns: the commit records Hudi's ``*_PREPPED`` operation
+    #: type, as ``SparkRDDWriteClient.upsertPreppedRecords`` / ``deletePrepped`` / ``insertPreppedRecords`` do
+    prepped: bool = False
 
     def run(self, data: DataFrame, *, operation: str, replace: str | None, schema_json: str,
             commit: Callable[..., None]) -> tuple[CommitMetadata, dict[str, Any]]:
@@ -59,8 +62,12 @@ class Pipeline(WriteState):
         table = self.table
         try:
             ctx = self.context()
-            local = local_index(self, operation)
             bucket = self.cfg.get(C.INDEX_TYPE) == "BUCKET"
+            located = self.prepped and FILE_NAME in data.columns and not bucket and replace is None \
+                and operation in ("upsert", "delete")
+            if not located:
+                data = data.drop(FILE_NAME)
+            local = None if located else local_index(self, operation)
             replaced: dict[str, list[str]] | None
             if replace == DELETE_PARTITION:
                 rows, replaced = [], deleted_partitions(self, data, self.partitions_to_delete)
@@ -75,7 +82,7 @@ class Pipeline(WriteState):
                 rows, replaced = bucket_write(self, data, operation, ctx), None
             else:
                 rows, replaced = tagged_write(self, data, operation, ctx), None
-            op_type = replace or OPERATION_TYPES[operation]
+            op_type = replace or OPERATION_TYPES[operation] + ("_PREPPED" if self.prepped else "")
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit

@@ -14,12 +14,13 @@ import dataclasses
 import logging
 import time
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pyhudi import config as C
+from pyhudi.errors import HudiConfigError
 from pyhudi.index.bucket import bucket_file_groups, bucket_file_id_prefix
-from pyhudi.io.avro_schema import PARTITION_PATH
+from pyhudi.io.avro_schema import FILE_NAME, PARTITION_PATH
 from pyhudi.plans.compaction import pending_file_groups
 from pyhudi.services.clustering import guard_updates
 from pyhudi.spark.index import HASH_BUCKET, IndexStats, with_hash_bucket
@@ -62,7 +63,12 @@ def tagged_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
         ctx = dataclasses.replace(ctx, combine_in_handles=True)
     needs_index = operation in ("upsert", "delete") or (operation == "insert" and cfg.get(C.INSERT_DROP_DUPLICATES))
     located = None
-    if needs_index and cfg.get(C.INDEX_TYPE) == "RECORD_INDEX":
+    prepped = FILE_NAME in data.columns  # (pyhudi.spark.pipeline passes the stored file names of prepped rows only)
+    if prepped:
+        keyed = prepare(state, data, operation, combine_in_spark=not in_handles)
+        tagged = keyed.withColumn(FILE_ID, stored_file_id(F.col(FILE_NAME))).drop(FILE_NAME)
+        needs_index = False
+    elif needs_index and cfg.get(C.INDEX_TYPE) == "RECORD_INDEX":
         keyed = prepare(state, data, operation, combine_in_spark=False)
         located = record_index_locate(state.table, keyed)
         if located is None:
@@ -83,7 +89,7 @@ def tagged_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
         started = state.phase("partitions", started)
         found = lookup(state, data.sparkSession, keyed, partitions)
         tagged = tag(state, keyed, found.existing)
-    else:
+    elif not prepped:
         keyed = prepare(state, data, operation, combine_in_spark=not in_handles)
         tagged = keyed.withColumn(FILE_ID, F.lit(None).cast("string"))
     if not in_handles:  # a delete of an unknown key may still beat an insert of that key in a handle
@@ -103,6 +109,8 @@ def tagged_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
             profile[p] = PartitionProfile(prof.inserts + row["count"], prof.updates)
         else:
             prof.updates[row[FILE_ID]] = row["count"]
+    if prepped:
+        check_stored_locations(state, profile)
     if located is not None:
         state.index_stats = IndexStats("RECORD_INDEX", files_in_partitions=0, keys_matched=located.found)
     elif needs_index:
@@ -114,6 +122,29 @@ def tagged_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
     plan = plan_buckets(state, profile)
     started = state.phase("plan", started)
     return write_planned(state, assign(tagged, plan), ctx, plan, started)
+
+
+def stored_file_id(file_name: Column) -> Column:
+    """The file group a prepped row's ``_hoodie_file_name`` names: a base file's name starts with
+    its file id and ``_``, a log record's is the bare file id (Hudi's ``FSUtils.getFileId``)."""
+    return F.split(file_name, "_").getItem(0)
+
+
+def check_stored_locations(state: WriteState, profile: dict[str, PartitionProfile]) -> None:
+    """A prepped write's rows go to the file groups they were read from, without an index lookup,
+    as Hudi's prepped writes do (``HoodieCreateRecordUtils`` takes the location from
+    ``_hoodie_file_name``; ``SparkUpsertPreppedCommitActionExecutor`` does not tag). Where Hudi would
+    write into a file group that is gone (replaced by a clustering or an overwrite since the rows
+    were read), the change would be invisible: refused here, before any file is written."""
+    live = {(g.partition_path, g.file_id) for g in state.table.file_system_view(partitions=sorted(profile))
+            .file_groups()}
+    stale = sorted((p, f) for p, prof in profile.items() for f in prof.updates if (p, f) not in live)
+    if stale:
+        shown = ", ".join(f"{p or '(non-partitioned)'}/{f}" for p, f in stale[:5])
+        raise HudiConfigError(
+            f"a prepped {state.cfg.get(C.OPERATION)} names file groups that are no longer in {state.table.path} "
+            f"({shown}{', ...' if len(stale) > 5 else ''}): they were replaced (clustering, insert_overwrite) "
+            "after the rows were read; read the rows again and write them")
 
 
 def bucket_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteContext, *,

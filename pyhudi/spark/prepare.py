@@ -20,7 +20,7 @@ from pyhudi.config.table import (
 )
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, precombine
-from pyhudi.spark.keygen import with_keys, with_required_ordering
+from pyhudi.spark.keygen import with_keys, with_required_ordering, with_stored_keys
 from pyhudi.spark.routing import coalesced, spark_parallelism
 from pyhudi.spark.state import WriteState
 from pyhudi.spark.worker import map_in_arrow
@@ -49,7 +49,11 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     partitions (see :func:`pyhudi.spark.routing.coalesced`).
     """
     data = coalesced(data, spark_parallelism(data))
-    keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH, instant=state.instant)
+    if RECORD_KEY in data.columns:  # a prepped write (pyhudi.spark.writer keeps the meta columns only then)
+        keyed = with_stored_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH,
+                                 instant=state.instant)
+    else:
+        keyed = with_keys(data, state.spec, key_col=RECORD_KEY, partition_col=PARTITION_PATH, instant=state.instant)
     spec = state.merge_spec()
     # rows a statement of pyhudi.spark.dml deletes: hard deletes, which carry no ordering value
     statement_delete = F.coalesce(F.col(IS_DELETE).cast("boolean"), F.lit(False)) \

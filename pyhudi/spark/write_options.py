@@ -8,6 +8,7 @@ gets. :mod:`pyhudi.spark.writer` runs the write these checks let through.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ from pyhudi.config import properties as P
 from pyhudi.config.support import LEGACY_PAYLOAD_CLASS
 from pyhudi.config.table import MERGE_MODE_OF_PAYLOAD, OVERWRITE_PAYLOAD, PAYLOAD_OF_MERGE_MODE
 from pyhudi.errors import HudiConfigError, HudiError, HudiSchemaError, HudiTableMismatchError, HudiUnsupportedError
-from pyhudi.io.avro_schema import META_FIELDS
+from pyhudi.io.avro_schema import META_FIELDS, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.encoding import resolve_encoding
 from pyhudi.keygen.spec import CUSTOM, KeyGenSpec, kind_of_class, resolve_keygen, table_keygen_kind
 from pyhudi.services.archival import validate as validate_archival
@@ -70,6 +71,9 @@ class WriteRequest:
     operation: str
     replace: str | None
     overwrite: bool
+    #: the rows carry their stored ``_hoodie_record_key`` / ``_hoodie_partition_path`` and are written
+    #: by them, no key generated (Hudi's prepped writes); ``operation`` is then the base operation
+    prepped: bool = False
 
 
 def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
@@ -90,6 +94,11 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     operation = cfg.get(C.OPERATION)
     if not cfg.get(C.RECORDKEY_FIELD) and not cfg.is_set(C.OPERATION):
         operation = "bulk_insert"  # Hudi's deduceOperation: generated keys make the write append-only
+    prepped = operation.endswith(PREPPED_SUFFIX)
+    if prepped:
+        operation = operation[:-len(PREPPED_SUFFIX)]
+        if mode == "overwrite":
+            raise HudiConfigError(f"mode='overwrite' cannot be combined with the {operation}{PREPPED_SUFFIX} operation")
     if operation not in OPERATION_TYPES:
         raise HudiUnsupportedError(f"operation {operation} is not supported; use one of {', '.join(OPERATION_TYPES)}")
     if mode == "overwrite" and operation in ("delete", "delete_partition"):
@@ -99,7 +108,47 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     replace = REPLACE_OPERATIONS.get(operation)
     if mode == "overwrite" and table is not None:
         replace = INSERT_OVERWRITE_TABLE
-    return WriteRequest(cfg, table, operation, replace, overwrite=mode == "overwrite" and table is not None)
+    return WriteRequest(cfg, table, operation, replace, overwrite=mode == "overwrite" and table is not None,
+                        prepped=prepped)
+
+
+#: the suffix of Hudi's prepped operations (``WriteOperationType.UPSERT_PREPPED`` ...)
+PREPPED_SUFFIX = "_prepped"
+#: the meta columns a prepped row is written by (Hudi's ``HoodieCreateRecordUtils``
+#: ``getHoodieKeyAndMaybeLocationFromAvroRecord`` reads the key and the partition path from them)
+PREPPED_COLUMNS = (RECORD_KEY, PARTITION_PATH)
+
+
+def resolve_prepped(request: WriteRequest, columns: list[str]) -> WriteRequest:
+    """The request with ``prepped`` decided from the incoming columns, as Hudi decides it.
+
+    An explicit ``*_prepped`` operation is prepped, and its rows must carry both meta columns. On a
+    table with auto-generated keys, an ``upsert`` or ``delete`` whose rows carry
+    ``_hoodie_record_key`` is prepped too (``HoodieWriterUtils.canDoPreppedWrites``: "Changing
+    operation type to UPSERT PREPPED for pk less table upserts"); without it the write stays refused
+    (:func:`check_auto_keys`)."""
+    cfg = request.cfg
+    if (not cfg.get(C.RECORDKEY_FIELD) and not cfg.is_set(C.OPERATION) and RECORD_KEY in columns
+            and request.table is not None and request.replace is None):
+        # Hudi's deduceOperation makes an unset operation bulk_insert only when the rows carry no
+        # _hoodie_record_key; with it the default upsert stands, and is prepped
+        request = dataclasses.replace(request, operation="upsert")
+    prepped = request.prepped or (
+        not cfg.get(C.RECORDKEY_FIELD) and request.replace is None
+        and request.operation in ("upsert", "delete") and RECORD_KEY in columns)
+    if not prepped:
+        return request
+    missing = [c for c in PREPPED_COLUMNS if c not in columns]
+    if missing:
+        raise HudiConfigError(
+            f"a prepped {request.operation} writes each row by its stored record key and partition path, and the "
+            f"incoming rows lack {', '.join(missing)}: read the rows from the table with their meta columns "
+            f"(pyhudi.read keeps them), or write with operation {request.operation} and a record key field")
+    if request.table is None:
+        raise HudiConfigError(f"a prepped {request.operation} writes rows read from a table, and "
+                              f"{cfg.get(C.TABLE_NAME) or 'the path'} has no table yet: create it with insert or "
+                              "bulk_insert first")
+    return dataclasses.replace(request, prepped=True)
 
 
 def check_features(request: WriteRequest) -> KeyGenSpec:
@@ -124,7 +173,7 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
     spec = resolve_keygen(cfg)
     if spec.auto_keys:
-        check_auto_keys(cfg, operation, replace)
+        check_auto_keys(cfg, operation, replace, prepped=request.prepped)
     # a delete_partition writes no record: the keys' encoding does not matter to it
     return spec if replace == DELETE_PARTITION else resolve_encoding(request.table, spec, cfg)
 
@@ -134,21 +183,24 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
 AUTO_KEY_OPERATIONS = ("insert", "bulk_insert")
 
 
-def check_auto_keys(cfg: HudiConfig, operation: str, replace: str | None) -> None:
+def check_auto_keys(cfg: HudiConfig, operation: str, replace: str | None, *, prepped: bool = False) -> None:
     """A write with auto-generated record keys (no record key field), refused where Hudi refuses it
     (``AutoRecordKeyGenerationUtils.mayBeValidateParamsForAutoGenerationOfRecordKeys``: combining or
     dropping duplicates, no meta fields) and where its keys could not find a stored record: an
     upsert or delete by incoming rows. Hudi generates fresh keys for an upsert's rows (so it inserts
     them), and updates or deletes such a table only through records that carry their stored
     ``_hoodie_record_key`` (``HoodieWriterUtils.canDoPreppedWrites``) or Spark SQL's UPDATE, DELETE
-    and MERGE INTO; pyhudi refuses the keyed upsert and delete rather than duplicate records."""
+    and MERGE INTO; pyhudi writes the prepped ones (``prepped``) and refuses the keyed upsert and
+    delete rather than duplicate records."""
     where = ("no record key field is set (hoodie.datasource.write.recordkey.field, and the table records none), "
              "so the record keys are generated")
-    if operation not in AUTO_KEY_OPERATIONS and replace is None:
+    if operation not in AUTO_KEY_OPERATIONS and replace is None and not prepped:
         raise HudiUnsupportedError(
             f"operation {operation} is not supported with auto generation of record keys: {where} "
-            "(<instant>_<partition>_<row>) and no incoming row can name a stored record. Use insert or bulk_insert to "
-            "append; to update or delete, write to a table with a record key field")
+            "(<instant>_<partition>_<row>) and no incoming row can name a stored record (Hudi would generate new "
+            "keys and insert the rows again). Use insert or bulk_insert to append; to update or delete, write rows "
+            "read from the table with their _hoodie_record_key and _hoodie_partition_path (a prepped write, "
+            "e.g. operation upsert_prepped), or use pyhudi.update / pyhudi.delete")
     for opt in (C.COMBINE_BEFORE_INSERT, C.INSERT_DROP_DUPLICATES):
         if cfg.get(opt):
             raise HudiConfigError(f"Enabling {opt.key} is not supported with auto generation of record keys: {where}, "

@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.actions.rollback import rollback_failed_writes
@@ -36,7 +37,7 @@ from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.errors import HudiCommitError, HudiError, HudiRestoreError
-from pyhudi.io.avro_schema import IS_DELETED_FIELD, META_FIELDS, table_avro_schema
+from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, META_FIELDS, table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.restore import pending_restore
@@ -44,13 +45,14 @@ from pyhudi.services.table_version import change_version
 from pyhudi.spark.compaction_job import compact
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
-from pyhudi.spark.keygen import check_partitions, field_type
+from pyhudi.spark.keygen import GENERATE_KEY, check_partitions, field_type
 from pyhudi.spark.pipeline import Pipeline
 from pyhudi.spark.post_commit import catalog_sync, register_services
 from pyhudi.spark.record_index_job import builder as record_index_builder
 from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.write_options import (
+    PREPPED_COLUMNS,
     WriteRequest,
     check_features,
     check_request,
@@ -58,6 +60,7 @@ from pyhudi.spark.write_options import (
     data_schema,
     new_table_properties,
     ordering_field,
+    resolve_prepped,
     version_change,
 )
 from pyhudi.storage import Storage
@@ -135,13 +138,17 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     """:func:`write` once the options are checked; ``hold`` takes the table lock for the whole
     write in single-writer mode (:func:`~pyhudi.transaction.lock.operation_hold`) when the write
     creates the table."""
+    request = resolve_prepped(request, df.columns)
     operation, replace = request.operation, request.replace
     if replace == DELETE_PARTITION and request.table is None:
         return WriteResult(None, operation, path, {"note": "no table yet; no partition to delete"})
     spec = check_features(request)
-    data = df.drop(*[c for c in df.columns if c in META_FIELDS])
+    # a prepped write is keyed by these meta columns, and finds its records by the file names it carries
+    stored = (*PREPPED_COLUMNS, FILE_NAME) if request.prepped else ()
+    data = df.drop(*[c for c in df.columns if c in META_FIELDS and c not in stored])
     ordering = check_input(request, spec, data)
-    target = target_schema(request, data.drop(IS_DELETE))  # (a DML statement's delete flag is no table data)
+    # (a DML statement's delete flag and a prepped row's stored key are no table data)
+    target = target_schema(request, data.drop(IS_DELETE, GENERATE_KEY, *stored))
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
@@ -168,7 +175,8 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     try:
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
-                            extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete)
+                            extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete,
+                            prepped=request.prepped and GENERATE_KEY not in df.columns)
         meta, phase = pipeline.run(data, operation=operation, replace=replace, schema_json=schema_json,
                                    commit=txn.commit)
     except BaseException as exc:
@@ -187,13 +195,18 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     stats.update(txn.after_commit())
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
-    return WriteResult(instant, operation, path, stats, meta.write_stats())
+    return WriteResult(instant, operation + ("_prepped" if pipeline.prepped else ""), path, stats, meta.write_stats())
 
 
 def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> str | None:
     """The input checked before the table or an instant exists, so a refusal leaves no trace: key
     fields present, the ordering field (returned, None when the data lacks an optional one),
-    partition paths valid."""
+    partition paths valid. A prepped write's rows carry their stored key and partition path, which
+    are neither generated nor checked (they came from the table)."""
+    if request.prepped:
+        if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
+            check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
+        return ordering_field(request.cfg, data, request.operation, request.table)
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
     ordering = ordering_field(request.cfg, data, request.operation, request.table)
