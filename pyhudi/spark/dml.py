@@ -187,7 +187,11 @@ def statement_hold(spark: SparkSession, path: str, options: Mapping[str, Any] | 
     what completed after the write started (Hudi's SQL commands, too, list the target before their
     write client captures its last completed instant, ``BaseHoodieWriteClient.preWrite``)."""
     opts = dict(options or {})
-    with operation_hold(table_storage(spark, path, opts), HudiConfig.of(opts)):
+    storage = table_storage(spark, path, opts)
+    if not HudiTable.exists(storage):  # no table: the statement's read says so, and no lock leaves .hoodie/ behind
+        yield
+        return
+    with operation_hold(storage, HudiConfig.of(opts)):
         yield
 
 

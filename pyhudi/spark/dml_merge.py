@@ -87,6 +87,7 @@ from pyhudi.spark.dml import (
     write_rows,
 )
 from pyhudi.spark.keygen import GENERATE_KEY
+from pyhudi.spark.write_options import written_version
 from pyhudi.write.result import WriteResult
 
 log = logging.getLogger("pyhudi")
@@ -244,10 +245,11 @@ class MergeBuilder:
         """
         if not counts["updated"] or counts["inserted"]:
             return None
-        table = target.table
-        if table.table_type != MERGE_ON_READ or table.config.version < 8:
+        table, cfg = target.table, HudiConfig.of(target.options)
+        # the version the write leaves the table at: hoodie.write.table.version may move it first
+        if table.table_type != MERGE_ON_READ or written_version(table, cfg) < 8:
             return None
-        if not HudiConfig.of(target.options).get(C.MERGE_INTO_PARTIAL_UPDATES):
+        if not cfg.get(C.MERGE_INTO_PARTIAL_UPDATES):
             return None
         if target.merge_spec.payload not in (OVERWRITE_PAYLOAD, DEFAULT_PAYLOAD):
             return None
@@ -398,10 +400,8 @@ class MergeBuilder:
         """The matched target row's key fields (with its partition fields; the stored key where
         keys are generated), for the cardinality check."""
         t = self.target_alias
-        fields = target.stored_key_columns[:1] if target.auto_keys else \
-            [*target.record_key_fields, *target.partition_fields]
         return [F.when(F.col(_MATCHED).isNotNull(), F.col(f"{t}.`{f}`")).alias(f"{_TKEY}{i}")
-                for i, f in enumerate(dict.fromkeys(fields))]
+                for i, f in enumerate(_target_key_fields(target))]
 
     def _tally(self, rows: DataFrame, target: DmlTarget, *, check: bool) -> dict[str, int]:
         """How many rows each kind of clause changes, in one Spark job that also finds a target row
@@ -422,12 +422,19 @@ class MergeBuilder:
         total = per_target.agg(*[F.sum(n).alias(n) for n in names], F.max(twice).alias("twice")).collect()[0]
         if check and total["twice"] is not None:
             dup = total["twice"]
-            fields = list(dict.fromkeys([*target.record_key_fields, *target.partition_fields]))
-            named = ", ".join(f"{f}={dup[k]!r}" for f, k in zip(fields, keys, strict=True))
+            named = ", ".join(f"{f}={dup[k]!r}" for f, k in zip(_target_key_fields(target), keys, strict=True))
             raise HudiKeyError(f"merge into {self.path}: the target row {named} is matched by "
                                f"{dup['n']} source rows; a MERGE may change each target row once: "
                                "de-duplicate the source")
         return {n: int(total[n] or 0) for n in names}
+
+
+def _target_key_fields(target: DmlTarget) -> list[str]:
+    """The fields that name a target row: its key and partition fields, or the stored key where
+    keys are generated."""
+    fields = target.stored_key_columns[:1] if target.auto_keys else [*target.record_key_fields,
+                                                                      *target.partition_fields]
+    return list(dict.fromkeys(fields))
 
 
 def merge(spark: SparkSession, path: str, source: DataFrame, *, on: str | Column, source_alias: str = "s",

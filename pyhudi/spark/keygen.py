@@ -249,6 +249,11 @@ def with_stored_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition
     msg = (f"{key_col} is null or empty in some rows of a prepped write; prepped rows must be read from the "
            "table with their meta columns (a new row has no stored key: insert it with insert or bulk_insert)")
     key = F.when(key.isNull() | (key == ""), _raise(msg)).otherwise(key)
+    if spec.kind != NON_PARTITION and spec.partition_fields:  # "" is the root, the parent of every partition
+        bad = (f"{partition_col} is null or empty in some rows of a prepped write to a table partitioned by "
+               f"{', '.join(spec.partition_fields)}; prepped rows must carry the partition path they were read with")
+        stored = F.col(partition_col).cast("string")
+        part = F.when(stored.isNull() | (stored == ""), _raise(bad)).otherwise(stored)
     if GENERATE_KEY in df.columns:
         fresh = F.coalesce(F.col(GENERATE_KEY).cast("boolean"), F.lit(False))
         key = F.when(fresh, record_key_expr(spec, df.schema, instant=instant)).otherwise(key)
@@ -285,6 +290,19 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
     distinct = pa.array([r[0] for r in paths.collect()], pa.string())  # one row per partition: few
     check_partition_paths(distinct, fields=spec.partition_fields,
+                          storage=table.storage if table is not None else None, existing=existing)
+
+
+def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None, *, partition_col: str) -> None:
+    """Refuse a prepped insert whose stored partition paths (``partition_col``, given by the user's
+    rows, not generated) cannot be folders of ``table``: one Spark job for the distinct paths, as
+    :func:`check_partitions` runs for free-form string parts."""
+    if spec.kind == NON_PARTITION or not spec.partition_fields:
+        return
+    rows = df.select(F.col(partition_col).cast("string")).where(F.col(partition_col).isNotNull()).distinct()
+    listing = table.metadata_listing() if table is not None else None
+    existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
+    check_partition_paths(pa.array([r[0] for r in rows.collect()], pa.string()), fields=spec.partition_fields,
                           storage=table.storage if table is not None else None, existing=existing)
 
 

@@ -331,16 +331,27 @@ def version_change(request: WriteRequest) -> int | None:
     the table is downgraded first whatever ``hoodie.write.auto.upgrade`` says. A version 5 table
     takes version 6 writes as it is (pyhudi writes the version 6 format into it)."""
     cfg, table = request.cfg, request.table
-    if table is None or not cfg.is_set(C.WRITE_TABLE_VERSION):
+    if table is None:
         return None
-    wanted, current = int(cfg.get(C.WRITE_TABLE_VERSION)), table.config.version
-    if wanted == current or (current == 5 and wanted == 6):
+    current, wanted = table.config.version, written_version(table, cfg)
+    if wanted == current:
+        if cfg.is_set(C.WRITE_TABLE_VERSION) and int(cfg.get(C.WRITE_TABLE_VERSION)) > current:
+            log.warning("%s is at table version %d; hoodie.write.table.version=%s with hoodie.write.auto.upgrade="
+                        "false writes it at version %d, as Hudi does (set hoodie.write.auto.upgrade=true to upgrade "
+                        "it first)", table.path, current, cfg.get(C.WRITE_TABLE_VERSION), current)
         return None
-    if wanted > current and not cfg.get(C.AUTO_UPGRADE):
-        log.warning("%s is at table version %d; hoodie.write.table.version=%d with hoodie.write.auto.upgrade=false "
-                    "writes it at version %d, as Hudi does (set hoodie.write.auto.upgrade=true to upgrade it first)",
-                    table.path, current, wanted, current)
-        return None
+    return wanted
+
+
+def written_version(table: HudiTable, cfg: HudiConfig) -> int:
+    """The table version a write with ``cfg`` leaves ``table`` at (see :func:`version_change`):
+    what a statement deciding on version-dependent features (partial updates) must look at."""
+    current = table.config.version
+    if not cfg.is_set(C.WRITE_TABLE_VERSION):
+        return current
+    wanted = int(cfg.get(C.WRITE_TABLE_VERSION))
+    if (current == 5 and wanted == 6) or (wanted > current and not cfg.get(C.AUTO_UPGRADE)):
+        return current
     return wanted
 
 

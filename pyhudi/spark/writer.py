@@ -36,8 +36,8 @@ from pyhudi.commit.point import CommitPoint
 from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.errors import HudiCommitError, HudiError, HudiRestoreError
-from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, META_FIELDS, table_avro_schema
+from pyhudi.errors import HudiCommitError, HudiConfigError, HudiError, HudiRestoreError
+from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, META_FIELDS, PARTITION_PATH, table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
 from pyhudi.services.restore import pending_restore
@@ -45,7 +45,7 @@ from pyhudi.services.table_version import change_version
 from pyhudi.spark.compaction_job import compact
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.errors import translate
-from pyhudi.spark.keygen import GENERATE_KEY, check_partitions, field_type
+from pyhudi.spark.keygen import GENERATE_KEY, check_partitions, check_stored_partitions, field_type
 from pyhudi.spark.pipeline import Pipeline
 from pyhudi.spark.post_commit import catalog_sync, register_services
 from pyhudi.spark.record_index_job import builder as record_index_builder
@@ -97,6 +97,10 @@ def write(df: DataFrame, path: str, options: Mapping[str, Any] | None = None, *,
         if request.table is not None:
             hold.enter_context(operation_hold(storage, request.cfg))
             to_version = version_change(request)
+            if to_version is not None and to_version < 8 and request.cfg.get(C.WRITE_PARTIAL_UPDATE_SCHEMA):
+                raise HudiConfigError(f"{C.WRITE_PARTIAL_UPDATE_SCHEMA.key} is set, but the write moves {path} to "
+                                      f"table version {to_version}, which has no partial-update log blocks (Hudi "
+                                      "1.x): unset one or the other")
             if to_version is not None:
                 move_table_version(df.sparkSession, request.table, to_version, request.cfg)
                 request = check_request(storage, HudiConfig.of(options), mode)  # against the moved table
@@ -206,6 +210,8 @@ def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> str
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
+        if request.operation == "insert":  # insert_prepped: the stored paths are the user's, not the table's
+            check_stored_partitions(data, spec, request.table, partition_col=PARTITION_PATH)
         return ordering_field(request.cfg, data, request.operation, request.table)
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
