@@ -88,3 +88,20 @@ def test_a_statement_on_a_path_without_a_table_leaves_no_trace(spark, tmp_path):
     with pytest.raises(HudiError):
         pyhudi.delete(spark, str(path), where="id = 1")
     assert not path.exists()
+
+
+def test_a_delete_marker_is_refused_on_version_9_where_hudi_reads_it_from_the_table(spark, tmp_path):
+    """Hudi 1.1 reads DefaultHoodieRecordPayload's delete field and marker from the table's merge
+    properties (``EightToNineUpgradeHandler.reconcileMergePropertiesConfig``), which pyhudi does not
+    write: a version 9 write with them is refused, a version 8 one (writer options, as in 1.0) is not."""
+    opts = {"hoodie.table.name": "d", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.partitionpath.field": "", "hoodie.datasource.write.precombine.field": "_ts",
+            "hoodie.metadata.enable": "false", "hoodie.datasource.write.payload.class":
+            "org.apache.hudi.common.model.DefaultHoodieRecordPayload", "hoodie.payload.delete.field": "name",
+            "hoodie.payload.delete.marker": "gone"}
+    df = spark.createDataFrame([(1, "a", 1.0, 10), (2, "gone", 2.0, 10)], SCHEMA)
+    with pytest.raises(HudiError, match="hoodie.payload.delete.field with a table of version 9"):
+        pyhudi.write(df, str(tmp_path / "v9"), {**opts, "hoodie.write.table.version": "9"})
+    assert not (tmp_path / "v9").exists()
+    pyhudi.write(df, str(tmp_path / "v8"), {**opts, "hoodie.write.table.version": "8"})
+    assert [r.id for r in pyhudi.read(spark, str(tmp_path / "v8")).collect()] == [1]

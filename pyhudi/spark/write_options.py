@@ -171,11 +171,32 @@ def check_features(request: WriteRequest) -> KeyGenSpec:
     if not populate and keeps_record_index(cfg):
         raise HudiConfigError("the record index (hoodie.metadata.record.index.enable, hoodie.index.type=RECORD_INDEX) "
                               "reads the record keys stored in the files: it needs hoodie.populate.meta.fields=true")
+    _check_delete_marker_version(request)
     spec = resolve_keygen(cfg)
     if spec.auto_keys:
         check_auto_keys(cfg, operation, replace, prepped=request.prepped)
     # a delete_partition writes no record: the keys' encoding does not matter to it
     return spec if replace == DELETE_PARTITION else resolve_encoding(request.table, spec, cfg)
+
+
+def _check_delete_marker_version(request: WriteRequest) -> None:
+    """Refuse ``hoodie.payload.delete.field``/``.marker`` on a write that leaves the table at version 9.
+    Up to version 8 they are the writer's and reader's options, as pyhudi takes them; Hudi 1.1 reads
+    them from the table's merge properties (``hoodie.record.merge.property.*``, which
+    ``EightToNineUpgradeHandler.reconcileMergePropertiesConfig`` records from the writer's), and pyhudi
+    neither records nor reads those for DefaultHoodieRecordPayload tables: its marked records would be
+    deletes to pyhudi's writer and ordinary records to a Hudi 1.1 reader merging the logs."""
+    cfg = request.cfg
+    if not cfg.get(C.PAYLOAD_DELETE_FIELD):
+        return
+    table = request.table
+    version = written_version(table, cfg) if table is not None else int(cfg.get(C.WRITE_TABLE_VERSION))
+    if version >= 9:
+        raise HudiUnsupportedError(
+            f"{C.PAYLOAD_DELETE_FIELD.key} with a table of version 9: Hudi 1.1 keeps the delete field and marker in "
+            "the table's merge properties (hoodie.record.merge.property.*), which pyhudi does not write for "
+            "DefaultHoodieRecordPayload tables; write the table at version 8 or 6, or mark deletes with "
+            "_hoodie_is_deleted")
 
 
 #: the operations a write with generated record keys may run: they add records and never look
