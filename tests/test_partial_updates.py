@@ -356,12 +356,12 @@ def test_a_partial_block_carries_is_partial_true_and_its_partial_schema(kind):
     from pyhudi.io.log_format import (
         HeaderKey,
         avro_data_block,
+        block_fields,
         data_block_records,
         is_partial,
         parquet_data_block,
         read_blocks,
     )
-    from pyhudi.read.merge import _block_fields
 
     rows = pa.table({"_hoodie_commit_time": ["1"], "_hoodie_commit_seqno": ["1_0_0"], "_hoodie_record_key": ["k"],
                      "_hoodie_partition_path": [""], "_hoodie_file_name": ["f"], "ts": [5], "a": [7], "b": ["x"]})
@@ -370,7 +370,7 @@ def test_a_partial_block_carries_is_partial_true_and_its_partial_schema(kind):
     (block,) = read_blocks(write(rows, partial, "1", partial=True), source="x")
     assert int(HeaderKey.IS_PARTIAL) == 7 and block.header[HeaderKey.IS_PARTIAL] == "true" and is_partial(block)
     assert block.schema == partial
-    assert _block_fields(block) == {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
+    assert block_fields(block, "test") == {"_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
                                     "_hoodie_partition_path", "_hoodie_file_name", "ts", "a"}
     assert data_block_records(block, SCHEMA).to_pylist() == [
         {"_hoodie_commit_time": "1", "_hoodie_record_key": "k", "ts": 5, "a": 7, "b": None, "c": None}]

@@ -12,21 +12,16 @@ from pyhudi.io.file_names import base_file_name, relative_path
 from pyhudi.plans.compaction import CompactionOperation
 from pyhudi.read.merge import MergeSpec, Visibility, read_slice
 from pyhudi.storage import Storage
-from pyhudi.write.cdc import (
-    CDC_BLOCK_MAX_SIZE,
-    DEFAULT_LOG_MAX_SIZE,
-    encode_cdc_stats,
-    slice_changes,
-    write_cdc_file,
-)
+from pyhudi.write.cdc import encode_cdc_stats, slice_changes, write_cdc_file
 from pyhudi.write.markers import MERGE, create_marker
+from pyhudi.write.plan import LOG_BLOCK_MAX_SIZE, LOG_MAX_SIZE
 from pyhudi.write.rows import stats_row
 
 
 def compact_slice(storage: Storage, op: CompactionOperation, schema: pa.Schema, settings: ParquetSettings,
                   spec: MergeSpec, visibility: Visibility, instant: str, token: str, *,
-                  cdc_mode: str | None = None, log_max_size: int = DEFAULT_LOG_MAX_SIZE,
-                  log_block_max_size: int = CDC_BLOCK_MAX_SIZE) -> dict:
+                  cdc_mode: str | None = None, log_max_size: int = LOG_MAX_SIZE,
+                  log_block_max_size: int = LOG_BLOCK_MAX_SIZE) -> dict:
     """Executor side of a compaction: one planned slice merged into the base file of ``instant``.
 
     Records keep their commit time and sequence number (they were written by earlier instants);

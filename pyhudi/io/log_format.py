@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import enum
 import io
+import json
 import logging
 import struct
 from collections.abc import Mapping
@@ -357,7 +358,8 @@ def hfile_data_block(cells: list[tuple[bytes, bytes]] | CellColumns, avro_schema
     return encode_block(BlockType.HFILE_DATA_BLOCK, header, content)
 
 
-def _where(block: LogBlock) -> str:
+def block_where(block: LogBlock) -> str:
+    """Where ``block`` is in its file, for messages: its type and byte offset."""
     return f"{block.block_type.name} at byte offset {block.offset}"
 
 
@@ -375,7 +377,7 @@ def unsupported_in_data_table(block: LogBlock, source: str) -> HudiUnsupportedEr
     records it holds from every read, compaction and clustering."""
     what = _NOT_READ.get(block.block_type, "a block pyhudi does not read in a data table")
     return HudiUnsupportedError(
-        f"{source}: {_where(block)} (instant {block.instant_time}) holds {what}; pyhudi does not read it, and "
+        f"{source}: {block_where(block)} (instant {block.instant_time}) holds {what}; pyhudi does not read it, and "
         "leaving its records out would give a partial answer. Compact the file group with Apache Hudi, or use "
         "Apache Hudi's own Spark bundle for this table")
 
@@ -388,19 +390,29 @@ def is_partial(block: LogBlock) -> bool:
     return str(block.header.get(HeaderKey.IS_PARTIAL, "")).strip().lower() == "true"
 
 
+def block_fields(block: LogBlock, source: str) -> set[str]:
+    """The top-level field names of a data block's ``SCHEMA`` header (a partial block's columns)."""
+    try:
+        return {f["name"] for f in json.loads(block.schema or "").get("fields", [])}
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise HudiCorruptFileError(
+            f"{source}: {block_where(block)} has a SCHEMA header that is not an Avro record schema") from None
+
+
 def _avro_records(block: LogBlock, source: str) -> pa.Table:
     content = block.content
     if block.schema is None:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} has no SCHEMA header; its records cannot be decoded")
+        raise HudiCorruptFileError(
+            f"{source}: {block_where(block)} has no SCHEMA header; its records cannot be decoded")
     if len(content) < 8:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} content is {len(content)} bytes, too short")
+        raise HudiCorruptFileError(f"{source}: {block_where(block)} content is {len(content)} bytes, too short")
     version, count = struct.unpack_from(">ii", content, 0)
     if version != BLOCK_CONTENT_VERSION:
         raise HudiUnsupportedError(
-            f"{source}: {_where(block)} has content version {version}; pyhudi reads version 3 (Hudi >= 0.7); "
+            f"{source}: {block_where(block)} has content version {version}; pyhudi reads version 3 (Hudi >= 0.7); "
             "compact the file group with Hudi to rewrite it")
     if count < 0 or count * 4 > len(content) - 8:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} claims {count} records in {len(content)} bytes")
+        raise HudiCorruptFileError(f"{source}: {block_where(block)} claims {count} records in {len(content)} bytes")
     starts: list[int] = []
     ends: list[int] = []
     pos, total = 8, len(content)
@@ -412,11 +424,12 @@ def _avro_records(block: LogBlock, source: str) -> pa.Table:
             pos += 4 + length
             ends.append(pos)
     except struct.error:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} ends after {len(starts)} of {count} records") from None
+        raise HudiCorruptFileError(
+            f"{source}: {block_where(block)} ends after {len(starts)} of {count} records") from None
     begin, end = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
     if (end < begin).any() or pos != total:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} record lengths do not add up to its content")
-    return decode_datums(content, begin, end, block.schema, source=f"{source}: {_where(block)}")
+        raise HudiCorruptFileError(f"{source}: {block_where(block)} record lengths do not add up to its content")
+    return decode_datums(content, begin, end, block.schema, source=f"{source}: {block_where(block)}")
 
 
 def data_block_records(block: LogBlock, arrow_schema: pa.Schema | None = None, *, source: str = "log file") -> pa.Table:
@@ -433,13 +446,13 @@ def data_block_records(block: LogBlock, arrow_schema: pa.Schema | None = None, *
         try:
             table = pq.read_table(pa.BufferReader(block.content))
         except (pa.ArrowInvalid, OSError) as e:
-            raise HudiCorruptFileError(f"{source}: {_where(block)} is not a readable parquet file ({e})") from e
+            raise HudiCorruptFileError(f"{source}: {block_where(block)} is not a readable parquet file ({e})") from e
         if arrow_schema is None and block.schema is not None:
             arrow_schema = avro_to_arrow_schema(block.schema)
         table = table.replace_schema_metadata(None)
     else:
-        raise HudiError(f"{source}: {_where(block)} is not a data block")
-    return table if arrow_schema is None else align(table, arrow_schema, source=f"{source}: {_where(block)}")
+        raise HudiError(f"{source}: {block_where(block)} is not a data block")
+    return table if arrow_schema is None else align(table, arrow_schema, source=f"{source}: {block_where(block)}")
 
 
 # -- delete blocks -------------------------------------------------------------------------
@@ -519,19 +532,19 @@ def delete_block_records(block: LogBlock, *, source: str = "log file") -> pa.Tab
     is the unwrapped value as ``str()``, null when absent.
     """
     if block.block_type != BlockType.DELETE_BLOCK:
-        raise HudiError(f"{source}: {_where(block)} is not a delete block")
+        raise HudiError(f"{source}: {block_where(block)} is not a delete block")
     content = block.content
     if len(content) < 8:
-        raise HudiCorruptFileError(f"{source}: {_where(block)} content is {len(content)} bytes, too short")
+        raise HudiCorruptFileError(f"{source}: {block_where(block)} content is {len(content)} bytes, too short")
     version, length = struct.unpack_from(">ii", content, 0)
     if version in (1, 2):
         raise HudiUnsupportedError(
-            f"{source}: {_where(block)} has content version {version} (Kryo-serialized keys, Hudi < 0.14), which "
+            f"{source}: {block_where(block)} has content version {version} (Kryo-serialized keys, Hudi < 0.14), which "
             "only Java can decode; compact the file group with Hudi 0.14+ before reading it with pyhudi")
     if version != BLOCK_CONTENT_VERSION:
-        raise HudiUnsupportedError(f"{source}: {_where(block)} has unknown content version {version}")
+        raise HudiUnsupportedError(f"{source}: {block_where(block)} has unknown content version {version}")
     if length < 0 or 8 + length > len(content):
-        raise HudiCorruptFileError(f"{source}: {_where(block)} payload length {length} exceeds its content")
+        raise HudiCorruptFileError(f"{source}: {block_where(block)} payload length {length} exceeds its content")
     stream = io.BytesIO(content[8:8 + length])
     problem = "bytes left over"
     try:
@@ -540,7 +553,7 @@ def delete_block_records(block: LogBlock, *, source: str = "log file") -> pa.Tab
         decoded, problem = None, str(e)
     if not isinstance(decoded, dict) or stream.tell() != length:
         raise HudiCorruptFileError(
-            f"{source}: {_where(block)} is not a Hudi 0.14/0.15 HoodieDeleteRecordList ({problem}); the file is "
+            f"{source}: {block_where(block)} is not a Hudi 0.14/0.15 HoodieDeleteRecordList ({problem}); the file is "
             "damaged, or it comes from Hudi >= 1.1 whose delete records pyhudi does not read")
     keys: list[str | None] = []
     paths: list[str | None] = []

@@ -28,7 +28,6 @@ All steps are column-wise (sorts, hash lookups, masks); there is no per-row Pyth
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +35,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pyhudi.errors import HudiCorruptFileError
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.io.base_file import align
 from pyhudi.io.keys import first_of_runs
@@ -45,6 +43,8 @@ from pyhudi.io.log_format import (
     BlockType,
     HeaderKey,
     LogBlock,
+    block_fields,
+    block_where,
     data_block_records,
     delete_block_records,
     is_partial,
@@ -56,7 +56,7 @@ from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_st
 from pyhudi.storage import Storage
 
 __all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice", "log_state",
-           "scan_logs", "key_columns", "log_state", "partial_log_state", "slice_log_state"]
+           "scan_logs", "key_columns", "partial_log_state", "slice_log_state"]
 
 _POS = "_pyhudi_pos"
 
@@ -137,19 +137,6 @@ def _is_rollback(block: LogBlock) -> bool:
             and block.header.get(HeaderKey.COMMAND_BLOCK_TYPE, ROLLBACK_COMMAND) == ROLLBACK_COMMAND)
 
 
-def _block_fields(block: LogBlock) -> set[str]:
-    """The top-level field names of a data block's ``SCHEMA`` header (a partial block's columns)."""
-    try:
-        parsed = json.loads(block.schema or "")
-        return {f["name"] for f in parsed.get("fields", [])}
-    except (ValueError, TypeError, KeyError, AttributeError):
-        raise HudiCorruptFileError(f"{_where_of(block)}: its SCHEMA header is not an Avro record schema") from None
-
-
-def _where_of(block: LogBlock) -> str:
-    return f"{block.block_type.name} at byte offset {block.offset}"
-
-
 def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: pa.Schema,
               visibility: Visibility) -> LogScan:
     """Decode the visible data and delete blocks of ``log_files`` (already in slice order)."""
@@ -178,10 +165,9 @@ def scan_logs(storage: Storage, log_files: tuple[str, ...] | list[str], schema: 
             continue
         if kind in (BlockType.AVRO_DATA_BLOCK, BlockType.PARQUET_DATA_BLOCK):
             if is_partial(block):
-                own = _block_fields(block)
+                own = block_fields(block, sources[pos])
                 scan.partial[pos] = PartialBlock(tuple(n for n in schema.names if n in own),
-                                                 f"{sources[pos]}: {block.block_type.name} at byte offset "
-                                                 f"{block.offset} (instant {instant})")
+                                                 f"{sources[pos]}: {block_where(block)} (instant {instant})")
             rows = data_block_records(block, schema, source=sources[pos])
             scan.log_records += rows.num_rows
             scan.data.append((pos, rows))

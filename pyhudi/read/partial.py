@@ -37,6 +37,8 @@ The fold runs in rounds: round ``k`` merges the ``k``-th log entry of every key 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,15 +51,13 @@ from pyhudi.io.base_file import align
 __all__ = ["PartialBlock", "check_partial_merge", "fold_partial"]
 
 
+@dataclass(frozen=True)
 class PartialBlock:
     """What a reader keeps of one partial block: the reader-schema columns its schema holds, and
     where it is (for errors)."""
 
-    __slots__ = ("columns", "where")
-
-    def __init__(self, columns: tuple[str, ...], where: str) -> None:
-        self.columns = columns
-        self.where = where
+    columns: tuple[str, ...]
+    where: str
 
 
 def check_partial_merge(partial: dict[int, PartialBlock], schema: pa.Schema, payload: str,

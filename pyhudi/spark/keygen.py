@@ -285,12 +285,7 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
         if spec.has_timestamp_part:
             _check_timestamp_parts(df, spec, tz)
         return
-    paths = df.select(partition_path_expr(spec, df.schema, tz).alias("p")).distinct()
-    listing = table.metadata_listing() if table is not None else None
-    existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
-    distinct = pa.array([r[0] for r in paths.collect()], pa.string())  # one row per partition: few
-    check_partition_paths(distinct, fields=spec.partition_fields,
-                          storage=table.storage if table is not None else None, existing=existing)
+    _check_distinct_paths(df.select(partition_path_expr(spec, df.schema, tz)), spec, table)
 
 
 def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None, *, partition_col: str) -> None:
@@ -299,10 +294,17 @@ def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | 
     :func:`check_partitions` runs for free-form string parts."""
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return
-    rows = df.select(F.col(partition_col).cast("string")).where(F.col(partition_col).isNotNull()).distinct()
+    _check_distinct_paths(df.select(F.col(partition_col).cast("string")).where(F.col(partition_col).isNotNull()),
+                          spec, table)
+
+
+def _check_distinct_paths(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> None:
+    """Check the distinct values of ``paths`` (one string column) as folders of ``table``, beside
+    the partitions it has (one Spark job; one row per partition comes back: few)."""
     listing = table.metadata_listing() if table is not None else None
     existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
-    check_partition_paths(pa.array([r[0] for r in rows.collect()], pa.string()), fields=spec.partition_fields,
+    distinct = pa.array([r[0] for r in paths.distinct().collect()], pa.string())
+    check_partition_paths(distinct, fields=spec.partition_fields,
                           storage=table.storage if table is not None else None, existing=existing)
 
 

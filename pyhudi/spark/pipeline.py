@@ -34,6 +34,7 @@ from pyhudi.spark.local_write import local_index, local_write
 from pyhudi.spark.planned_write import bucket_write, tagged_write
 from pyhudi.spark.record_index_job import keeps_record_index, write_changes
 from pyhudi.spark.state import WriteState
+from pyhudi.spark.write_options import PREPPED_SUFFIX
 from pyhudi.timeline.commit_metadata import CommitMetadata
 from pyhudi.write.replace import DELETE_PARTITION
 from pyhudi.write.result import OPERATION_TYPES, commit_metadata, record_run, written_files
@@ -82,7 +83,7 @@ class Pipeline(WriteState):
                 rows, replaced = bucket_write(self, data, operation, ctx), None
             else:
                 rows, replaced = tagged_write(self, data, operation, ctx), None
-            op_type = replace or OPERATION_TYPES[operation] + ("_PREPPED" if self.prepped else "")
+            op_type = replace or OPERATION_TYPES[operation] + (PREPPED_SUFFIX.upper() if self.prepped else "")
             meta = commit_metadata(rows, operation_type=op_type, schema_json=schema_json, replaced=replaced)
             prefix = self.cfg.get(C.COMMIT_METADATA_KEY_PREFIX)
             if prefix:  # Hudi's commitmeta.key.prefix: such options travel with the commit

@@ -53,6 +53,7 @@ from pyhudi.spark.record_index_job import keeps_record_index
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.write_options import (
     PREPPED_COLUMNS,
+    PREPPED_SUFFIX,
     WriteRequest,
     check_features,
     check_request,
@@ -199,14 +200,16 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     stats.update(txn.after_commit())
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
-    return WriteResult(instant, operation + ("_prepped" if pipeline.prepped else ""), path, stats, meta.write_stats())
+    return WriteResult(instant, operation + (PREPPED_SUFFIX if pipeline.prepped else ""), path, stats,
+                       meta.write_stats())
 
 
 def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> str | None:
     """The input checked before the table or an instant exists, so a refusal leaves no trace: key
     fields present, the ordering field (returned, None when the data lacks an optional one),
     partition paths valid. A prepped write's rows carry their stored key and partition path, which
-    are neither generated nor checked (they came from the table)."""
+    are not generated: only an insert_prepped's stored paths (the user's) and a merge's new keys'
+    paths are checked."""
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)

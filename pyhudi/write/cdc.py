@@ -44,13 +44,8 @@ from pyhudi.io.cdc import DELETE, INSERT, UPDATE, Changes, LoggingMode, cdc_bloc
 from pyhudi.io.file_names import relative_path
 from pyhudi.storage import Storage
 from pyhudi.write.markers import CREATE, create_marker
-from pyhudi.write.plan import WriteBucket, WriteContext
+from pyhudi.write.plan import LOG_BLOCK_MAX_SIZE, LOG_MAX_SIZE, WriteBucket, WriteContext
 from pyhudi.write.task import TaskInfo
-
-#: ``hoodie.logfile.data.block.max.size``'s default (``HoodieStorageConfig``): the most a change data block holds
-CDC_BLOCK_MAX_SIZE = 256 * 1024 * 1024
-#: ``hoodie.logfile.max.size``'s default (``HoodieStorageConfig``): a change data file rolls over past it
-DEFAULT_LOG_MAX_SIZE = 1024 * 1024 * 1024
 
 
 def merge_changes(before: pa.Table, updated: np.ndarray, deleted: np.ndarray, after: pa.Table,
@@ -126,8 +121,8 @@ def write_changes(storage: Storage, ctx: WriteContext, bucket: WriteBucket, task
 
 
 def write_cdc_file(storage: Storage, changes: Changes, *, partition: str, file_id: str, instant: str, token: str,
-                   mode: str, writer_schema: str, max_file_size: int = DEFAULT_LOG_MAX_SIZE,
-                   max_block_size: int = CDC_BLOCK_MAX_SIZE) -> dict[str, int]:
+                   mode: str, writer_schema: str, max_file_size: int = LOG_MAX_SIZE,
+                   max_block_size: int = LOG_BLOCK_MAX_SIZE) -> dict[str, int]:
     """A file group's change data files for a write (merges, compaction); their ``cdcStats``.
 
     The changes go in blocks of at most about ``max_block_size`` bytes

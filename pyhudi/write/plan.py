@@ -62,6 +62,12 @@ class LogTarget:
     per_instant: bool = False
 
 
+#: Hudi's defaults (``HoodieStorageConfig``) of ``hoodie.logfile.max.size`` (a log file rolls over
+#: past it) and ``hoodie.logfile.data.block.max.size`` (the most a log data block holds)
+LOG_MAX_SIZE = 1024 * 1024 * 1024
+LOG_BLOCK_MAX_SIZE = 256 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class SmallFile:
     partition_path: str
@@ -87,8 +93,8 @@ class WriteContext:
     # duplicates of a key always share a bucket when the index is not global
     combine_in_handles: bool = False
     log_block_format: str = "avro"  # hoodie.logfile.data.block.format
-    log_max_size: int = 1024 * 1024 * 1024  # hoodie.logfile.max.size
-    log_block_max_size: int = 256 * 1024 * 1024  # hoodie.logfile.data.block.max.size
+    log_max_size: int = LOG_MAX_SIZE  # hoodie.logfile.max.size
+    log_block_max_size: int = LOG_BLOCK_MAX_SIZE  # hoodie.logfile.data.block.max.size
     # append to a slice's current log file in place; off when writers run side by side, since two
     # processes appending to one file would interleave their bytes
     append_in_place: bool = True
