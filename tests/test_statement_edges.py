@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from conftest import hudi_rs_rows
 
 import pyhudi
 from pyhudi.errors import HudiConfigError, HudiError, HudiKeyError
@@ -31,6 +32,7 @@ def test_a_merge_whose_write_moves_the_table_below_8_writes_whole_rows(spark, tm
     assert HudiTable(path).config.version == 6
     rows = sorted((r.id, r.name, r.price, r._ts) for r in pyhudi.read(spark, path).collect())
     assert rows == [(1, "a", 5.0, 11), (2, "b", 2.0, 10)]
+    assert sorted((r["id"], r["name"], r["price"], r["_ts"]) for r in hudi_rs_rows(path)) == rows
 
 
 def test_a_partial_schema_with_a_downgrade_is_refused_before_the_table_moves(spark, tmp_path):
@@ -42,6 +44,7 @@ def test_a_partial_schema_with_a_downgrade_is_refused_before_the_table_moves(spa
     df = spark.createDataFrame([(1, "a", 1.0, 10)], SCHEMA)
     pyhudi.write(df, path, opts)
     before = [i.timestamp for i in HudiTable(path).timeline.instants()]
+    assert [r["id"] for r in hudi_rs_rows(path)] == [1]
     partial = '{"type":"record","name":"w_record","fields":[{"name":"price","type":["null","double"]}]}'
     with pytest.raises(HudiConfigError, match="moves .* to table version 6"):
         pyhudi.write(df, path, {**opts, "hoodie.write.table.version": "6",
@@ -67,6 +70,7 @@ def test_insert_prepped_without_a_partition_path_is_refused(spark, tmp_path):
     with pytest.raises(HudiError, match="hidden"):
         pyhudi.write(bad, path, {**opts, "hoodie.datasource.write.operation": "insert_prepped"})
     assert sorted((r.id, r._hoodie_partition_path) for r in pyhudi.read(spark, path).collect()) == [(1, "x")]
+    assert [(r["id"], r["_hoodie_partition_path"]) for r in hudi_rs_rows(path)] == [(1, "x")]
     assert not [f for f in os.listdir(path) if f.endswith(".parquet")]
 
 
@@ -76,6 +80,7 @@ def test_a_target_row_matched_twice_is_named_by_its_stored_key_on_auto_key_table
     opts = {"hoodie.table.name": "c", "hoodie.datasource.write.partitionpath.field": partitions,
             "hoodie.metadata.enable": "false", "hoodie.datasource.write.operation": "insert"}
     pyhudi.write(spark.createDataFrame([(1, "a", "x", "z")], "id int, name string, p string, q string"), path, opts)
+    assert [r["name"] for r in hudi_rs_rows(path)] == ["a"]
     src = spark.createDataFrame([(1, "A"), (1, "B")], "id int, name string")
     with pytest.raises(HudiKeyError, match=r"the target row _hoodie_record_key='\d+_\d+_\d+' is matched by 2"):
         pyhudi.merge(spark, path, src, on="t.id = s.id").when_matched_update(set={"name": "s.name"}).execute()
@@ -105,3 +110,4 @@ def test_a_delete_marker_is_refused_on_version_9_where_hudi_reads_it_from_the_ta
     assert not (tmp_path / "v9").exists()
     pyhudi.write(df, str(tmp_path / "v8"), {**opts, "hoodie.write.table.version": "8"})
     assert [r.id for r in pyhudi.read(spark, str(tmp_path / "v8")).collect()] == [1]
+    assert [r["id"] for r in hudi_rs_rows(tmp_path / "v8")] == [1]
