@@ -84,9 +84,10 @@ def write(df: DataFrame, path: str, options: dict[str, Any] | None = None, *, mo
 
 
 def read(spark: SparkSession, path: str, options: dict[str, Any] | None = None, *, filters: Any = None) -> DataFrame:
-    """Snapshot DataFrame of the table at ``path``; see :func:`pyhudi.spark.reader.read`."""
+    """Snapshot DataFrame of the table at ``path``; see :func:`pyhudi.spark.reader.read`. Its
+    ``.filter(...)`` / ``.where(...)`` prune as ``filters=`` does (:mod:`pyhudi.spark.query`)."""
     # lazy: pyhudi.spark imports pyspark, which ``import pyhudi`` must not load
-    from pyhudi.spark.reader import read as _read
+    from pyhudi.spark.query import read as _read
 
     return _read(spark, path, options, filters=filters)
 
