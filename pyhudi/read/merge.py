@@ -28,6 +28,7 @@ All steps are column-wise (sorts, hash lookups, masks); there is no per-row Pyth
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,8 +56,8 @@ from pyhudi.read.partial import PartialBlock, check_partial_merge, fold_partial
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, payload_deletes, precombine
 from pyhudi.storage import Storage
 
-__all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice", "log_state",
-           "scan_logs", "key_columns", "partial_log_state", "slice_log_state"]
+__all__ = ["MergeSpec", "SliceToRead", "Visibility", "LogScan", "MergeCounts", "merge_slice", "read_slice",
+           "base_file_row_groups", "log_state", "scan_logs", "key_columns", "partial_log_state", "slice_log_state"]
 
 _POS = "_pyhudi_pos"
 
@@ -318,6 +319,19 @@ def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
         names = set(parquet.schema_arrow.names)
         table = parquet.read(columns=[n for n in schema.names if n in names])
     return align(table, schema, source=f"base file {base_file}")
+
+
+def base_file_row_groups(storage: Storage, base_file: str, schema: pa.Schema) -> Iterator[pa.Table]:
+    """The rows of a slice without log files, one parquet row group at a time: what
+    :func:`read_slice` returns for it (read as ``schema``, soft deletes dropped), but streamed, so
+    a consumer (Spark's Python data source) takes the first rows while the rest are decoded."""
+    with storage.fs.open_input_file(storage.full(base_file)) as f:
+        parquet = pq.ParquetFile(f, pre_buffer=True)
+        names = set(parquet.schema_arrow.names)
+        columns = [n for n in schema.names if n in names]
+        for group in range(parquet.num_row_groups):
+            table = parquet.read_row_group(group, columns=columns)
+            yield _drop_soft_deleted(align(table, schema, source=f"base file {base_file}"))
 
 
 def _drop_soft_deleted(table: pa.Table) -> pa.Table:

@@ -34,7 +34,7 @@ from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.io.base_file import align
 from pyhudi.read import skipping as S
 from pyhudi.read.cdc import CDC_COLUMNS
-from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, read_slice
+from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, base_file_row_groups, read_slice
 from pyhudi.spark.base_files import spark_type
 from pyhudi.spark.cdc import has_cdc_schema, read_source_split, source_splits
 from pyhudi.spark.compat import arrow_schema
@@ -262,16 +262,20 @@ def read_partition(piece: SliceToRead, storage: Storage, schema_ipc: bytes, spec
     """One file slice merged, in the query's columns, as Arrow batches; ``commit_filter``: the
     commit times an incremental pull keeps, a range ``(begin, end]`` or (timeline layout 2) a set."""
     file_schema = pa.ipc.read_schema(pa.py_buffer(schema_ipc))
-    rows, _counts, _scan = read_slice(storage, piece, file_schema, spec, visibility)
-    if isinstance(commit_filter, frozenset):
-        times = rows.column("_hoodie_commit_time")
-        rows = rows.filter(pc.is_in(times, value_set=pa.array(sorted(commit_filter), pa.string())))
-    elif commit_filter is not None:
-        begin, end = commit_filter
-        times = rows.column("_hoodie_commit_time")
-        rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))
     target = arrow_schema(StructType.fromJson(json.loads(schema_json)))
-    yield from align(rows, target).to_batches()
+    if piece.base_file is not None and not piece.log_files:  # streamed by row group: nothing to merge
+        parts: Iterator[pa.Table] = base_file_row_groups(storage, piece.base_file, file_schema)
+    else:
+        parts = iter([read_slice(storage, piece, file_schema, spec, visibility)[0]])
+    for rows in parts:
+        if isinstance(commit_filter, frozenset):
+            times = rows.column("_hoodie_commit_time")
+            rows = rows.filter(pc.is_in(times, value_set=pa.array(sorted(commit_filter), pa.string())))
+        elif commit_filter is not None:
+            begin, end = commit_filter
+            times = rows.column("_hoodie_commit_time")
+            rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))
+        yield from align(rows, target).to_batches()
 
 
 def _all(preds: list[S.Predicate]) -> S.Predicate | None:
