@@ -8,8 +8,18 @@ slice (base file and log blocks) with pyarrow and hands Spark Arrow batches. Fil
 (PySpark 4.1+) prune partitions by their paths and files by their statistics before any file is
 opened; Spark still applies every filter to the rows.
 
-:func:`pyhudi.read` stays the fast path: it reads base files with Spark's native parquet reader,
-where this source reads every file in Python (see BENCHMARKS.md for the difference).
+A slice without log files is streamed by parquet row group; Spark takes the Arrow batches as they
+are (no per-row conversion in Python).
+
+:func:`pyhudi.read` stays the fast path, and the gap is the API's, not this source's: Spark's
+Python data source API (PySpark 4.3) hands ``reader()`` the full schema and has no column-pruning
+hook, so every query, a ``count()`` included, gets every column of every row it reads through the
+Python worker into the JVM, where Spark's native parquet reader (what :func:`pyhudi.read` plans
+over) decodes only the columns the query needs, or none for a count. A bare Python source that
+only reads the same parquet files with pyarrow and yields their Arrow batches
+(``benchmarks/datasource.py``, "floor") takes within 1.25x of this source's time, 8-13x
+:func:`pyhudi.read`'s on a group-by or count; see BENCHMARKS.md. Code that needs the speed reads with
+:func:`pyhudi.read` (or registers its frame as a view for SQL).
 """
 
 from __future__ import annotations
