@@ -125,3 +125,16 @@ def test_datasource_where_matches(spark, table):
     condition = (F.col("day") == "2024-01-02") & (F.col("key") == KEY)
     got = spark.read.format("hudi").load(table).where(condition)
     assert rows_of(got) == rows_of(pyhudi.read(spark, table, filters=condition))
+
+
+def test_columns_taken_from_the_frame_prune_too(spark, table):
+    """``df["day"]`` and ``df.day`` are bound to the frame's plan; the new read gets them by name."""
+    df = pyhudi.read(spark, table)
+    wanted = pyhudi.read(spark, table, filters=F.col("day") == "2024-01-02")
+    for condition in (df["day"] == "2024-01-02", df.day == "2024-01-02"):
+        got = df.where(condition)
+        assert rows_of(got) == rows_of(wanted)
+        assert sorted(got.inputFiles()) == sorted(wanted.inputFiles())
+    # a Python UDF prunes nothing and still gives Spark's rows
+    second = F.udf(lambda day: day == "2024-01-02", "boolean")
+    assert rows_of(df.where(second(F.col("day")))) == rows_of(wanted)

@@ -8,7 +8,10 @@ their column statistics (metadata table or footers) before Spark lists or opens 
 are those of ``read(spark, p, filters=...)`` and of Spark's own filter over the unpruned read.
 
 What prunes: ``filter``/``where`` applied directly to the returned frame, chained any number of
-times (they AND together). What does not: a filter after any other transformation
+times (they AND together), with columns named (``F.col("day")``, SQL text) or taken from the frame
+(``df["day"]``, ``df.day``: bound to the frame's plan, so the condition goes to the new read as
+the SQL text Spark resolved it to). A condition that has no SQL text (a Python UDF) is Spark's
+plain filter. What does not: a filter after any other transformation
 (``.select(...).filter(...)``, ``.withColumn``, a join, ...) is Spark's plain filter over the
 files already listed (Spark's parquet row-group statistics still apply): every other method is
 the base class's and returns a plain DataFrame, so Spark's semantics stay as they are. A frame
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -81,11 +85,27 @@ def _filter(self: Any, condition: Any) -> DataFrame:
     """The read planned again with ``condition`` ANDed to its filters (pruning partitions and
     files); Spark's filter where the frame was cached or ``condition`` is not a Column or SQL text."""
     planned: PlannedRead | None = self._pyhudi_read
-    base = _base(type(self))
+    plain = _base(type(self)).filter(self, condition)  # Spark's own check of the condition
     if planned is None or not isinstance(condition, (Column, str)):
-        return base.filter(self, condition)
-    more = PlannedRead(planned.spark, planned.path, planned.options, (*planned.filters, condition))
-    return _replanning(reader.read(more.spark, more.path, more.options, filters=more.condition()), more)
+        return plain  # type: ignore[no-any-return]
+    for portable in (condition, _as_text(plain)):
+        if portable is None:
+            continue
+        more = PlannedRead(planned.spark, planned.path, planned.options, (*planned.filters, portable))
+        try:
+            return _replanning(reader.read(more.spark, more.path, more.options, filters=more.condition()), more)
+        except AnalysisException:
+            continue  # a column bound to this frame's plan (df["day"], df.day) names nothing in a new read
+    return plain  # type: ignore[no-any-return]
+
+
+def _as_text(filtered: DataFrame) -> str | None:
+    """The condition of Spark's filter as SQL text, its columns by name: ``df["day"] == 1`` is
+    bound to this frame's plan, ``day = 1`` holds in any read of the table (None: not a filter)."""
+    plan = filtered._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() != "Filter":
+        return None
+    return str(plan.condition().sql())
 
 
 def _cache(self: Any) -> DataFrame:
