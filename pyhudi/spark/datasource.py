@@ -17,7 +17,7 @@ hook, so every query, a ``count()`` included, gets every column of every row it 
 Python worker into the JVM, where Spark's native parquet reader (what :func:`pyhudi.read` plans
 over) decodes only the columns the query needs, or none for a count. A bare Python source that
 only reads the same parquet files with pyarrow and yields their Arrow batches
-(``benchmarks/datasource.py``, "floor") takes within 1.25x of this source's time, 8-13x
+(``benchmarks/datasource.py``, "floor") takes 0.7-1.15x this source's time and 6-13x
 :func:`pyhudi.read`'s on a group-by or count; see BENCHMARKS.md. Code that needs the speed reads with
 :func:`pyhudi.read` (or registers its frame as a view for SQL).
 """
