@@ -138,3 +138,21 @@ def test_columns_taken_from_the_frame_prune_too(spark, table):
     # a Python UDF prunes nothing and still gives Spark's rows
     second = F.udf(lambda day: day == "2024-01-02", "boolean")
     assert rows_of(df.where(second(F.col("day")))) == rows_of(wanted)
+
+
+def test_filter_after_a_commit_keeps_the_frames_snapshot(spark, tmp_path):
+    """A frame read before a commit shows the snapshot it was planned on, filtered or not: its
+    filter does not plan again against the newer timeline."""
+    path = str(tmp_path / "t")
+    opts = drone_options(**SMALL_FILES, **{"hoodie.datasource.write.operation": "bulk_insert"})
+    pyhudi.write(readings(spark, 0, 1, 3), path, opts)
+    before = pyhudi.read(spark, path)
+    old_rows = rows_of(before.where(F.col("day") == "2024-01-01"))
+    assert old_rows
+    pyhudi.write(readings(spark, 0, 1, 3, revision=1, every_nth_minute=60), path,
+                 drone_options(**SMALL_FILES, **{"hoodie.datasource.write.operation": "upsert"}))
+    after_commit = before.where(F.col("day") == "2024-01-01")
+    assert not getattr(after_commit, "_pyhudi_read", None)  # Spark's plain filter of the old listing
+    assert rows_of(after_commit) == old_rows
+    fresh = pyhudi.read(spark, path).where(F.col("day") == "2024-01-01")
+    assert fresh._pyhudi_read is not None and rows_of(fresh) != old_rows

@@ -11,7 +11,8 @@ What prunes: ``filter``/``where`` applied directly to the returned frame, chaine
 times (they AND together), with columns named (``F.col("day")``, SQL text) or taken from the frame
 (``df["day"]``, ``df.day``: bound to the frame's plan, so the condition goes to the new read as
 the SQL text Spark resolved it to). A condition that has no SQL text (a Python UDF) is Spark's
-plain filter. What does not: a filter after any other transformation
+plain filter, and so is any filter once the table has a commit (or any completed instant) the
+frame was not planned on: the filtered frame shows the snapshot the unfiltered one does. What does not: a filter after any other transformation
 (``.select(...).filter(...)``, ``.withColumn``, a join, ...) is Spark's plain filter over the
 files already listed (Spark's parquet row-group statistics still apply): every other method is
 the base class's and returns a plain DataFrame, so Spark's semantics stay as they are. A frame
@@ -30,6 +31,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pyhudi.spark import reader
+from pyhudi.spark.storage_conf import table_storage
+from pyhudi.table.table import HudiTable
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,9 @@ class PlannedRead:
     path: str
     options: Mapping[str, Any] | None
     filters: tuple[Column | str, ...]
+    #: the completed instants of the timeline the frame was planned on: a filter plans again only
+    #: while they are the same, so the filtered frame shows the snapshot the unfiltered one did
+    snapshot: frozenset[tuple[str, str]]
 
     def condition(self) -> Column | str | None:
         """The conjunction of the filters, as ``filters=`` takes it."""
@@ -53,9 +59,14 @@ class PlannedRead:
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
          filters: Column | str | None = None) -> DataFrame:
     """:func:`pyhudi.spark.reader.read`, as a frame whose ``filter``/``where`` re-plan the read."""
+    table = HudiTable(table_storage(spark, path, options))
     planned = PlannedRead(spark, path, None if options is None else dict(options),
-                          () if filters is None else (filters,))
-    return _replanning(reader.read(spark, path, options, filters=filters), planned)
+                          () if filters is None else (filters,), _completed(table))
+    return _replanning(reader.read(spark, path, options, filters=filters, table=table), planned)
+
+
+def _completed(table: HudiTable) -> frozenset[tuple[str, str]]:
+    return frozenset((i.timestamp, i.action) for i in table.timeline.completed())
 
 
 def _replanning(df: DataFrame, planned: PlannedRead) -> DataFrame:
@@ -88,12 +99,17 @@ def _filter(self: Any, condition: Any) -> DataFrame:
     plain = _base(type(self)).filter(self, condition)  # Spark's own check of the condition
     if planned is None or not isinstance(condition, (Column, str)):
         return plain  # type: ignore[no-any-return]
+    table = HudiTable(table_storage(planned.spark, planned.path, planned.options))
+    if _completed(table) != planned.snapshot:
+        return plain  # the table moved on: planning again would show rows this frame does not hold
     for portable in (condition, _as_text(plain)):
         if portable is None:
             continue
-        more = PlannedRead(planned.spark, planned.path, planned.options, (*planned.filters, portable))
+        more = PlannedRead(planned.spark, planned.path, planned.options, (*planned.filters, portable),
+                           planned.snapshot)
         try:
-            return _replanning(reader.read(more.spark, more.path, more.options, filters=more.condition()), more)
+            return _replanning(reader.read(more.spark, more.path, more.options, filters=more.condition(),
+                                           table=table), more)
         except AnalysisException:
             continue  # a column bound to this frame's plan (df["day"], df.day) names nothing in a new read
     return plain  # type: ignore[no-any-return]

@@ -109,18 +109,20 @@ def plan_query(table: HudiTable, cfg: HudiConfig, *, partitions: list[str] | Non
 
 
 def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = None, *,
-         filters: Column | str | None = None) -> DataFrame:
+         filters: Column | str | None = None, table: HudiTable | None = None) -> DataFrame:
     """A DataFrame of a Hudi table, meta columns first: snapshot, read_optimized, time travel or incremental.
 
     ``filters`` (a Column or SQL string) is applied to the result. Before Spark plans anything it
     also prunes: partitions whose path values rule the filter out are never listed, and base files
     whose column statistics (parquet footer: min, max, nulls) rule it out are not read, so a lookup
-    of one record key reads the one file whose key range holds it.
+    of one record key reads the one file whose key range holds it. ``table``: the table at
+    ``path`` as already loaded (its timeline is the one the query plans on).
     """
     cfg = HudiConfig.of(options)
     if is_cdc_query(cfg):  # Hudi's change data: op, ts_ms, before, after
         return read_cdc(spark, path, options, filters=filters)
-    table = HudiTable(table_storage(spark, path, options))
+    if table is None:
+        table = HudiTable(table_storage(spark, path, options))
     table.config.check_data_table(merges=False)
     as_of = schema_instant(cfg)
     arrow = table.arrow_schema(as_of=as_of)
