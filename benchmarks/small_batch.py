@@ -2,7 +2,7 @@
 ``pyhudi.write.small.batch.bytes`` above the input's estimated size) against the two-job
 partition-local path (the option at 0), in the same run, on the same table.
 
-    python benchmarks/small_batch.py [--sizes 1000,10000,100000,1000000] [--repeats 2]
+    python benchmarks/small_batch.py [--sizes 1000,10000,100000,300000,1000000] [--repeats 2]
 
 For each size a copy-on-write table of N drone readings (one day, so one partition and one file
 group per 120 MB) is bulk-inserted, then the same N rows are upserted again (all updates),
@@ -28,12 +28,12 @@ from pyhudi.spark.small_write import estimated_bytes  # noqa: E402
 
 OPTIONS = {"hoodie.table.name": "small", "hoodie.datasource.write.recordkey.field": "key",
            "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts"}
-ON_DRIVER = str(1 << 62)
+ON_DRIVER = str((1 << 63) - 1)  # above any estimate, unknown ones (Long.MaxValue) included
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--sizes", default="1000,10000,100000,300000,1000000")
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     spark = pyhudi.spark_session("local[2]", spark__sql__shuffle__partitions="2")

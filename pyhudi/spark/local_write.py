@@ -3,7 +3,8 @@ partition, sizes and writes its files (:mod:`pyhudi.write.partition_writer`).
 
 Two Spark jobs, the count of incoming records per partition and the write, against three for a
 planned write; it applies when the index is local to a partition and no partition is too large
-for one task.
+for one task. An input small enough for the driver takes :mod:`pyhudi.spark.small_write`, which
+plans with :func:`partition_job` and writes with the same ``write_partitions`` after one job.
 """
 
 from __future__ import annotations
