@@ -54,7 +54,8 @@ def main() -> None:
                     pyhudi.write(frame, path, {**OPTIONS, "pyhudi.write.small.batch.bytes": threshold})
                     times[threshold].append(time.perf_counter() - started)
             driver, spread = statistics.median(times[ON_DRIVER]), statistics.median(times["0"])
-            print(f"{n:>9} {size / 2**20:>12.1f} {driver:>9.2f} {spread:>11.2f} {driver / spread:>6.2f}", flush=True)
+            estimate = "unknown" if size >= (1 << 63) - 1 else f"{size / 2**20:.1f}"
+            print(f"{n:>9} {estimate:>12} {driver:>9.2f} {spread:>11.2f} {driver / spread:>6.2f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
