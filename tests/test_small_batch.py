@@ -116,3 +116,31 @@ def test_input_past_the_threshold_takes_the_two_job_path(spark, tmp_path):
     pyhudi.write(batch(spark, range(2), 2, "b", 2), path, {**opts, "pyhudi.write.small.batch.bytes": "1000000"})
     assert [c[1] for c in commits(path)] == [False, True]
     assert len(rows(path)) == 50
+
+
+def test_stream_micro_batches_from_files_are_written_on_the_driver(spark, tmp_path):
+    """A file stream's micro-batch is a file scan whose size Spark knows: the sink's writes take
+    the driver path, and every batch lands."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.spark.streaming import HudiStreamSink
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for i in range(2):
+        pq.write_table(pa.table({"key": [f"k{k}" for k in range(i * 10, i * 10 + 20)], "part": ["p"] * 20,
+                                 "ts": [i] * 20}), inputs / f"b{i}.parquet")
+    path = str(tmp_path / "t")
+    sink = HudiStreamSink(path, {"hoodie.table.name": "s", "hoodie.datasource.write.recordkey.field": "key",
+                                 "hoodie.datasource.write.partitionpath.field": "part",
+                                 "hoodie.datasource.write.precombine.field": "ts"})
+    schema = from_arrow_schema(pq.read_schema(inputs / "b0.parquet"))
+    query = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(inputs)).writeStream
+             .foreachBatch(sink).option("checkpointLocation", str(tmp_path / "chk")).start())
+    query.processAllAvailable()
+    query.stop()
+    assert [c[1] for c in commits(path)] == [True, True]
+    assert sorted((r["key"], r["ts"]) for r in rows(path)) == sorted(
+        [(f"k{k}", 0) for k in range(10)] + [(f"k{k}", 1) for k in range(10, 30)])
