@@ -3,7 +3,8 @@ partition, sizes and writes its files (:mod:`pyhudi.write.partition_writer`).
 
 Two Spark jobs, the count of incoming records per partition and the write, against three for a
 planned write; it applies when the index is local to a partition and no partition is too large
-for one task.
+for one task. An input small enough for the driver takes :mod:`pyhudi.spark.small_write`, which
+plans with :func:`partition_job` and writes with the same ``write_partitions`` after one job.
 """
 
 from __future__ import annotations
@@ -75,9 +76,7 @@ def local_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
     started = state.phase("partitions", started)
     partitions = sorted(counts)
     job = partition_job(state, partitions, operation, ctx, index)
-    state.table.timeline.transition_inflight(state.instant, state.write_action, CommitMetadata(
-        partition_to_write_stats={p: [] for p in partitions},
-        operation_type=operation.upper()).to_json().encode("utf-8"))
+    mark_inflight(state, partitions, operation)
     if not partitions:
         return []
     started = state.phase("plan", started)
@@ -85,6 +84,19 @@ def local_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
     routed = route(keyed, by_partition(task_of), max(task_of.values()) + 1)
     out = [r.asDict() for r in map_in_arrow(routed, lambda it: write_partitions(it, job), STATS_DDL).collect()]
     state.phase("write", started)
+    return file_rows(state, out)
+
+
+def mark_inflight(state: WriteState, partitions: list[str], operation: str) -> None:
+    """The requested instant made inflight, naming the partitions the write touches."""
+    state.table.timeline.transition_inflight(state.instant, state.write_action, CommitMetadata(
+        partition_to_write_stats={p: [] for p in partitions},
+        operation_type=operation.upper()).to_json().encode("utf-8"))
+
+
+def file_rows(state: WriteState, out: list[dict]) -> list[dict]:
+    """The stats rows of the written files; the index lookup rows among ``out`` go into the
+    write's index statistics."""
     lookups = [r for r in out if r["io_type"] == INDEX_ROW]
     if lookups and state.index_stats is not None:
         s = state.index_stats

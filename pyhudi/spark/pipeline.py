@@ -3,7 +3,9 @@ the written files' metadata to the commit.
 
 Every step on rows is a native Spark operation; the driver only collects small aggregates (the
 partitions touched, counts per file group) and executor stats (one row per file). An upsert runs
-three Spark jobs: affected partitions, the workload profile of the tagged records, and the write.
+three Spark jobs: affected partitions, the workload profile of the tagged records, and the write;
+a partition-local write (:mod:`pyhudi.spark.local_write`) runs two, and one when the input is small
+enough to write on the driver (:mod:`pyhudi.spark.small_write`, ``pyhudi.write.small.batch.bytes``).
 
 The steps live in modules named after what they own: :mod:`pyhudi.spark.prepare` (keys and
 de-duplication), :mod:`pyhudi.spark.tagging` (index lookups), :mod:`pyhudi.spark.sizing` (small
@@ -33,6 +35,7 @@ from pyhudi.spark.bulk_write import bulk_insert, deleted_partitions, replaced_gr
 from pyhudi.spark.local_write import local_index, local_write
 from pyhudi.spark.planned_write import bucket_write, tagged_write
 from pyhudi.spark.record_index_job import keeps_record_index, write_changes
+from pyhudi.spark.small_write import driver_write, is_small
 from pyhudi.spark.state import WriteState
 from pyhudi.spark.write_options import PREPPED_SUFFIX
 from pyhudi.timeline.commit_metadata import CommitMetadata
@@ -77,7 +80,8 @@ class Pipeline(WriteState):
                 replaced = replaced_groups(self, replace, self.touched_partitions)
             elif (operation == "bulk_insert" and not bucket) or replace:
                 rows, replaced = bulk_insert(self, data, operation, ctx, replace)
-            elif local is not None and (written := local_write(self, data, operation, ctx, local)) is not None:
+            elif local is not None and (written := (driver_write if is_small(self, data) else local_write)(
+                    self, data, operation, ctx, local)) is not None:
                 rows, replaced = written, None
             elif bucket:
                 rows, replaced = bucket_write(self, data, operation, ctx), None

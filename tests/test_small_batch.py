@@ -1,0 +1,146 @@
+"""The small-batch write (:mod:`pyhudi.spark.small_write`): the same writes run on the driver
+(the default for small inputs) and on the two-job partition-local path
+(``pyhudi.write.small.batch.bytes=0``) give the same rows, the same file layout and the same
+commit metadata."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+
+import pytest
+from conftest import hudi_rs_rows
+
+from pyhudi.write.result import PHASES_KEY
+
+SCHEMA = "key string, part string, ts long, at timestamp, v string"
+BASE_NAME = re.compile(r"^[0-9a-f-]+-\d+_\d+-\d+-\d+_\d{17}\.parquet$")
+LOG_NAME = re.compile(r"^\.[0-9a-f-]+-\d+_\d{17}\.log\.\d+_\d+-\d+-\d+$")
+META = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_file_name")
+
+
+def batch(spark, keys, ts: int, tag: str, parts: int):
+    """A frame of local data as pandas gives it (a LocalRelation: Spark knows its size; a frame
+    of Python rows is an RDD of unknown size and takes the two-job path)."""
+    import pandas as pd
+
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    frame = pd.DataFrame([(f"k{k:04d}", f"p{k % parts}", ts, at + dt.timedelta(seconds=k), f"{tag}{k}")
+                          for k in keys], columns=["key", "part", "ts", "at", "v"])
+    return spark.createDataFrame(frame, SCHEMA)
+
+
+def write_sequence(spark, path: str, table_type: str, index: str, partitioned: bool, threshold: str | None) -> None:
+    import pyhudi
+
+    opts = {"hoodie.table.name": "small", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.table.type": table_type,
+            "hoodie.index.type": index, "hoodie.bucket.index.num.buckets": "2"}
+    if partitioned:
+        opts["hoodie.datasource.write.partitionpath.field"] = "part"
+    else:
+        opts["hoodie.datasource.write.keygenerator.class"] = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+    if threshold is not None:
+        opts["pyhudi.write.small.batch.bytes"] = threshold
+    parts = 3 if partitioned else 1
+    for keys, ts, tag, operation in ((range(0, 90), 1, "a", "insert"), (range(60, 120), 2, "b", "upsert"),
+                                     (range(0, 100, 7), 3, "c", "delete")):
+        pyhudi.write(batch(spark, keys, ts, tag, parts), path,
+                     {**opts, "hoodie.datasource.write.operation": operation})
+
+
+def commits(path: str) -> list[tuple]:
+    """Per commit: operation type, path taken, and per partition the sorted stats of its files."""
+    import pyhudi
+
+    table = pyhudi.HudiTable(path)
+    out = []
+    for inst in table.timeline.completed_writes():
+        meta = table.timeline.commit_metadata(inst)
+        phases = json.loads(meta.extra_metadata[PHASES_KEY])
+        files = {}
+        for p, stats in meta.partition_to_write_stats.items():
+            files[p] = sorted((s.path.endswith(".parquet"), s.numWrites, s.numInserts, s.numUpdateWrites,
+                               s.numDeletes, s.prevCommit != "null") for s in stats)
+            for s in stats:
+                name = s.path.rsplit("/", 1)[-1]
+                assert (BASE_NAME if name.endswith(".parquet") else LOG_NAME).match(name), name
+        out.append((meta.operation_type, "collect" in phases, files))
+    return out
+
+
+def layout(path: str) -> dict[str, list[tuple[int, int]]]:
+    """Per partition: (base files, log files) of each latest file slice, sorted."""
+    import pyhudi
+
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for piece in pyhudi.HudiTable(path).file_system_view().latest_slices():
+        groups.setdefault(piece.partition_path, []).append((int(piece.base_file is not None), len(piece.log_files)))
+    return {p: sorted(g) for p, g in groups.items()}
+
+
+def rows(path: str) -> list[dict]:
+    return sorted(({k: v for k, v in r.items() if k not in META} for r in hudi_rs_rows(path)),
+                  key=lambda r: r["key"])
+
+
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("index", ["SIMPLE", "BLOOM", "BUCKET"])
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_driver_and_two_job_paths_write_the_same_table(spark, tmp_path, table_type, index, partitioned):
+    small, spread = str(tmp_path / "small"), str(tmp_path / "spread")
+    write_sequence(spark, small, table_type, index, partitioned, None)
+    write_sequence(spark, spread, table_type, index, partitioned, "0")
+    on_driver, two_jobs = commits(small), commits(spread)
+    assert [c[1] for c in on_driver] == [True] * 3 and [c[1] for c in two_jobs] == [False] * 3
+    assert [(c[0], c[2]) for c in on_driver] == [(c[0], c[2]) for c in two_jobs]
+    assert [c[0] for c in on_driver] == ["INSERT", "UPSERT", "DELETE"]
+    assert layout(small) == layout(spread)
+    got = rows(small)
+    assert got == rows(spread)
+    deleted = set(range(0, 100, 7))
+    assert [r["key"] for r in got] == [f"k{k:04d}" for k in range(120) if k not in deleted]
+    assert {r["v"][0] for r in got if r["key"] >= "k0060"} == {"b"}
+    assert got[0]["at"] == dt.datetime(2026, 1, 1, 0, 0, 1, tzinfo=dt.timezone.utc)
+
+
+def test_input_past_the_threshold_takes_the_two_job_path(spark, tmp_path):
+    import pyhudi
+
+    path = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.datasource.write.precombine.field": "ts",
+            "pyhudi.write.small.batch.bytes": "100"}
+    pyhudi.write(batch(spark, range(50), 1, "a", 2), path, opts)
+    pyhudi.write(batch(spark, range(2), 2, "b", 2), path, {**opts, "pyhudi.write.small.batch.bytes": "1000000"})
+    assert [c[1] for c in commits(path)] == [False, True]
+    assert len(rows(path)) == 50
+
+
+def test_stream_micro_batches_from_files_are_written_on_the_driver(spark, tmp_path):
+    """A file stream's micro-batch is a file scan whose size Spark knows: the sink's writes take
+    the driver path, and every batch lands."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from pyhudi.spark.streaming import HudiStreamSink
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for i in range(2):
+        pq.write_table(pa.table({"key": [f"k{k}" for k in range(i * 10, i * 10 + 20)], "part": ["p"] * 20,
+                                 "ts": [i] * 20}), inputs / f"b{i}.parquet")
+    path = str(tmp_path / "t")
+    sink = HudiStreamSink(path, {"hoodie.table.name": "s", "hoodie.datasource.write.recordkey.field": "key",
+                                 "hoodie.datasource.write.partitionpath.field": "part",
+                                 "hoodie.datasource.write.precombine.field": "ts"})
+    schema = from_arrow_schema(pq.read_schema(inputs / "b0.parquet"))
+    query = (spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(inputs)).writeStream
+             .foreachBatch(sink).option("checkpointLocation", str(tmp_path / "chk")).start())
+    query.processAllAvailable()
+    query.stop()
+    assert [c[1] for c in commits(path)] == [True, True]
+    assert sorted((r["key"], r["ts"]) for r in rows(path)) == sorted(
+        [(f"k{k}", 0) for k in range(10)] + [(f"k{k}", 1) for k in range(10, 30)])
