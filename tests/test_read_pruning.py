@@ -126,3 +126,37 @@ def test_merge_on_read_point_lookup_sees_log_records(spark, tmp_path):
         expected = [r for r in hudi_rs_rows(path) if r["key"] == key]
         assert [(r["key"], r["status"]) for r in got] == [(r["key"], r["status"]) for r in expected]
     assert pyhudi.read(spark, path, filters=F.col("key") == corrected).first()["status"] == "corrected"
+
+
+def test_merge_on_read_slices_skipped_by_log_record_ranges(spark, tmp_path):
+    """A slice whose base file its footer rules out is read only when one of its log records may
+    match the filter (the ranges of its log records): results as Spark's filter of the whole table
+    and as hudi-rs, and no log side in the plan when no log record can match."""
+    path = str(tmp_path / "t")
+    schema = T.StructType([T.StructField(n, t) for n, t in [
+        ("key", T.StringType()), ("part", T.StringType()), ("n", T.IntegerType()), ("x", T.DoubleType()),
+        ("s", T.StringType())]])
+    opts = {"hoodie.table.name": "logs", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.partitionpath.field": "part", "hoodie.parquet.small.file.limit": "0",
+            "hoodie.datasource.write.table.type": "MERGE_ON_READ", "hoodie.datasource.write.operation": "insert"}
+    for i in range(3):  # one file per insert: n in [10 i, 10 i + 1], s in 'f<i>a'..'f<i>b'
+        rows = [Row(key=f"k{i}{j}", part="p", n=10 * i + j, x=float(j), s=f"f{i}{'ab'[j]}") for j in range(2)]
+        pyhudi.write(spark.createDataFrame(rows, schema), path, opts)
+    updates = [Row(key="k00", part="p", n=100, x=math.nan, s="zz"), Row(key="k10", part="p", n=-5, x=None, s=None)]
+    pyhudi.write(spark.createDataFrame(updates, schema), path, {**opts, "hoodie.datasource.write.operation": "upsert"})
+    view = pyhudi.HudiTable(path).file_system_view()
+    assert sum(1 for s in view.latest_slices() if s.log_files) == 2
+    whole = pyhudi.read(spark, path)
+    stored = hudi_rs_rows(path)
+    assert sorted(r["key"] for r in whole.collect()) == sorted(r["key"] for r in stored)
+    filters = ["n > 50", "n = 0", "n < 0", "n = 10", "n = 11", "n > 500", "n IS NULL", "s = 'zz'", "s > 'y'",
+               "s = 'f0a'", "x > 5", "x IS NULL", "key = 'k00'", "key = 'k21'", "n = 21 OR n = 100"]
+    for f in filters:
+        for _ in range(2):  # the first read ranges the log records, the second uses the ranges kept
+            assert rows_of(pyhudi.read(spark, path, filters=f)) == rows_of(whole.where(f)), f
+    assert [r["key"] for r in pyhudi.read(spark, path, filters="n > 50").collect()] == ["k00"]
+    assert [r["key"] for r in stored if r["n"] is not None and r["n"] > 50] == ["k00"]
+    for f, logs in (("n > 500", False), ("key = 'k21'", False), ("s = 'f2a'", False), ("n > 50", True),
+                    ("s = 'f0a'", True)):  # (f0a: the base file of k00 may match, its log record must remove it)
+        plan = pyhudi.read(spark, path, filters=f)._jdf.queryExecution().executedPlan().toString()
+        assert ("_pyhudi_log_" in plan) == logs, (f, plan)

@@ -33,6 +33,7 @@ from pyhudi.read.merge import (
     slice_log_state,
 )
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
+from pyhudi.read.skipping import ColumnRange, Predicate, columns_of, may_match
 from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import select_exprs
@@ -353,7 +354,8 @@ def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> DataFrame:
 def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storage, slices: list[SliceToRead],
                     base_sizes: list[int | None], file_schema: pa.Schema, out_schema: T.StructType,
                     spec: MergeSpec, visibility: Visibility, *, log_bytes: int,
-                    snapshot: Hashable | None = None) -> DataFrame:
+                    snapshot: Hashable | None = None, predicate: Predicate | None = None,
+                    base_ids: frozenset[str] = frozenset()) -> DataFrame | None:
     """The merged records of merge-on-read slices with log files, merged by Spark.
 
     ``base`` reads the slices' base files with :func:`with_file_id`'s columns (Spark's parquet
@@ -374,14 +376,66 @@ def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storag
     the same snapshot reuse its log side, whose rows the first query stored on the executors, so
     only the first query after a commit decodes the logs. The last :data:`LOG_SIDES_KEPT` are kept
     (up to :data:`BROADCAST_LOG_BYTES` of logs each); Spark frees the rows of those dropped.
+
+    ``predicate`` (the query's filter) with ``base_ids`` (the file ids of the slices whose base
+    files ``base`` reads: the others' base files were ruled out by their statistics) drops, where
+    filters reach base files (:func:`filters_reach_base_files`), the slices none of whose log
+    records can match either, by the column ranges of each slice's log records
+    (:func:`log_record_ranges`, kept with the log side). A point lookup whose key no log holds then
+    reads no log side at all. None: no slice can hold a matching row.
     """
     names = out_schema.fieldNames()
 
     def make() -> DataFrame:
         return _log_side(spark, storage, slices, base_sizes, file_schema, out_schema, spec, visibility)
 
-    if snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES:
-        logs = _kept_log_side((id(spark), snapshot, file_schema, out_schema.json(), spec), make)
-    else:
-        logs = make()
+    kept = snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES
+    key = (id(spark), snapshot, file_schema, out_schema.json(), spec)
+    logs = _kept_log_side(key, make) if kept else make()
+    if kept and predicate is not None and filters_reach_base_files(spec):
+        ranges = log_record_ranges(logs, out_schema, sorted(columns_of(predicate)), key=key)
+        if ranges is not None:
+            wanted = {s.file_id for s in slices
+                      if s.file_id in base_ids or (s.file_id in ranges and may_match(predicate, ranges[s.file_id]))}
+            if not wanted:
+                return None
+            if len(wanted) < len({s.file_id for s in slices}):
+                logs = logs.where(F.col(LOG_FILE_ID).isin(sorted(wanted)))
     return merged_records(base, logs, names, spec, broadcast=log_bytes <= BROADCAST_LOG_BYTES)
+
+
+#: Column types whose Spark min/max order is the order :mod:`pyhudi.read.skipping` compares in
+_RANGED = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+           T.DecimalType, T.DateType)
+_LOG_RANGES: OrderedDict[Hashable, dict[str, dict[str, ColumnRange]]] = OrderedDict()
+
+
+def log_record_ranges(logs: DataFrame, out_schema: T.StructType, columns: list[str], *,
+                      key: Hashable) -> dict[str, dict[str, ColumnRange]] | None:
+    """Per file id, the ranges of ``columns`` over the slice's log records (deletes left out: they
+    add no row); a slice without log records is absent. One aggregation over the log side the
+    first time a snapshot is filtered on these columns, kept beside the log side after that. None
+    when no column of the filter has a comparable type."""
+    types = {f.name: f.dataType for f in out_schema.fields}
+    cols = [c for c in columns if isinstance(types.get(c), _RANGED)]
+    if not cols:
+        return None
+    found = _LOG_RANGES.get((key, tuple(cols)))
+    if found is not None:
+        return found
+    aggs = []
+    for c in cols:
+        p = F.col(_q(LOG_PREFIX + c))
+        aggs += [F.min(p), F.max(p), F.count(p)]
+    rows = logs.where(F.coalesce(F.col(LOG_RECORD), F.lit(False))).groupBy(LOG_FILE_ID) \
+        .agg(F.count(F.lit(1)), *aggs).collect()
+    out: dict[str, dict[str, ColumnRange]] = {}
+    for r in rows:
+        n = r[1]
+        out[r[0]] = {c: ColumnRange(r[2 + 3 * i], r[3 + 3 * i], n - r[4 + 3 * i], n,
+                                    floating=isinstance(types[c], (T.FloatType, T.DoubleType)))
+                     for i, c in enumerate(cols)}
+    _LOG_RANGES[(key, tuple(cols))] = out
+    while len(_LOG_RANGES) > 4 * LOG_SIDES_KEPT:
+        _LOG_RANGES.popitem(last=False)
+    return out

@@ -166,8 +166,10 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
                 and table.config.populate_meta_fields:
             kept = set(skip_files(table.storage, skipping, [b.path for b in logged_bases], known=recorded))
             logged_bases = [b for b in logged_bases if b.path in kept]
-        df = df.unionByName(merged_slices(spark, table, logged, schema, spec, files.view.visibility(),
-                                          bases=logged_bases, as_of=as_of))
+        merged_df = merged_slices(spark, table, logged, schema, spec, files.view.visibility(), bases=logged_bases,
+                                  as_of=as_of, predicate=skipping)
+        if merged_df is not None:  # (None: neither the base files nor the log records can match the filter)
+            df = df.unionByName(merged_df)
     if files.commit_times is not None:
         df = df.where(F.col("_hoodie_commit_time").isin(list(files.commit_times)))
     elif files.commit_filter is not None:
@@ -186,19 +188,20 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
     plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
     logged = [s for s in slices if s.log_files]
     df = base_files_frame(spark, table, plain, schema) if plain else spark.createDataFrame([], schema)
-    if logged:
-        df = df.unionByName(merged_slices(spark, table, logged, schema, spec, visibility))
-    return df
+    merged_df = merged_slices(spark, table, logged, schema, spec, visibility) if logged else None
+    return df if merged_df is None else df.unionByName(merged_df)
 
 
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,
                   spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None,
-                  as_of: str | None = None) -> DataFrame:
+                  as_of: str | None = None, predicate: Predicate | None = None) -> DataFrame | None:
     """Slices with log files, merged. With stored record keys Spark reads the base files
     (:func:`base_files_frame`) and joins the log records merged in executors; without them whole slices are merged in
     executors. ``bases``: the base files to read (default all of the slices'; fewer when data
     skipping ruled some out). Every file is read as the table schema as of ``as_of`` (default the
-    latest)."""
+    latest). ``predicate``: the query's filter, by which slices whose base file was ruled out and
+    whose log records cannot match are dropped (:func:`merge_with_logs`); None when that leaves
+    none."""
     file_schema = table.arrow_schema(as_of=as_of)
     assert file_schema is not None
     pieces = [s.to_read() for s in logged]
@@ -217,8 +220,10 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     log_bytes = sum(lf.size for s in logged for lf in s.log_files)
     snapshot = (storage.uri(), visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                               tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
+    read_bases = {b.path for b in bases}
+    base_ids = frozenset(s.file_id for s in logged if s.base_file is not None and s.base_file.path in read_bases)
     return merge_with_logs(spark, base, storage, pieces, sizes, file_schema, schema, spec, visibility,
-                           log_bytes=log_bytes, snapshot=snapshot)
+                           log_bytes=log_bytes, snapshot=snapshot, predicate=predicate, base_ids=base_ids)
 
 
 def _slice_may_match(piece: FileSlice, pred: Predicate, recorded: Mapping[str, Mapping[str, Any]]) -> bool:
