@@ -10,9 +10,9 @@ are those of ``read(spark, p, filters=...)`` and of Spark's own filter over the 
 What prunes: ``filter``/``where`` applied directly to the returned frame, chained any number of
 times (they AND together), with columns named (``F.col("day")``, SQL text) or taken from the frame
 (``df["day"]``, ``df.day``: bound to the frame's plan, so the condition goes to the new read as
-the SQL text Spark resolved it to). A condition that has no SQL text (a Python UDF) is Spark's
-plain filter, and so is any filter once the table has a commit (or any completed instant) the
-frame was not planned on: the filtered frame shows the snapshot the unfiltered one does. What does not: a filter after any other transformation
+the SQL text Spark resolved it to). What does not: a condition that has no SQL text (a Python
+UDF); any filter once the table has a completed instant the frame was not planned on (the
+filtered frame shows the snapshot the unfiltered one does); a filter after any other transformation
 (``.select(...).filter(...)``, ``.withColumn``, a join, ...) is Spark's plain filter over the
 files already listed (Spark's parquet row-group statistics still apply): every other method is
 the base class's and returns a plain DataFrame, so Spark's semantics stay as they are. A frame
