@@ -29,6 +29,7 @@ All steps are column-wise (sorts, hash lookups, masks); there is no per-row Pyth
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -311,13 +312,21 @@ def _merge_partial_slice(base: pa.Table | None, scan: LogScan, schema: pa.Schema
     return out, MergeCounts(base_rows, scan.log_records, out.num_rows, updated, deleted)
 
 
-def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
-    """The base file read as ``schema`` (by name; columns it lacks are null, see :func:`align`)."""
+@contextmanager
+def _base_parquet(storage: Storage, base_file: str, schema: pa.Schema) -> Iterator[tuple[pq.ParquetFile, list[str]]]:
+    """The base file open, with the columns of ``schema`` it has (by name; :func:`align` makes
+    the others null)."""
     with storage.fs.open_input_file(storage.full(base_file)) as f:
         # pre_buffer: the columns' chunks in one coalesced read, not a request per column on object stores
         parquet = pq.ParquetFile(f, pre_buffer=True)
         names = set(parquet.schema_arrow.names)
-        table = parquet.read(columns=[n for n in schema.names if n in names])
+        yield parquet, [n for n in schema.names if n in names]
+
+
+def _read_base(storage: Storage, base_file: str, schema: pa.Schema) -> pa.Table:
+    """The base file read as ``schema`` (by name; columns it lacks are null, see :func:`align`)."""
+    with _base_parquet(storage, base_file, schema) as (parquet, columns):
+        table = parquet.read(columns=columns)
     return align(table, schema, source=f"base file {base_file}")
 
 
@@ -325,10 +334,7 @@ def base_file_row_groups(storage: Storage, base_file: str, schema: pa.Schema) ->
     """The rows of a slice without log files, one parquet row group at a time: what
     :func:`read_slice` returns for it (read as ``schema``, soft deletes dropped), but streamed, so
     a consumer (Spark's Python data source) takes the first rows while the rest are decoded."""
-    with storage.fs.open_input_file(storage.full(base_file)) as f:
-        parquet = pq.ParquetFile(f, pre_buffer=True)
-        names = set(parquet.schema_arrow.names)
-        columns = [n for n in schema.names if n in names]
+    with _base_parquet(storage, base_file, schema) as (parquet, columns):
         for group in range(parquet.num_row_groups):
             table = parquet.read_row_group(group, columns=columns)
             yield _drop_soft_deleted(align(table, schema, source=f"base file {base_file}"))

@@ -277,14 +277,15 @@ def read_partition(piece: SliceToRead, storage: Storage, schema_ipc: bytes, spec
         parts: Iterator[pa.Table] = base_file_row_groups(storage, piece.base_file, file_schema)
     else:
         parts = iter([read_slice(storage, piece, file_schema, spec, visibility)[0]])
+    kept = pa.array(sorted(commit_filter), pa.string()) if isinstance(commit_filter, frozenset) else None
     for rows in parts:
-        if isinstance(commit_filter, frozenset):
+        if commit_filter is not None:
             times = rows.column("_hoodie_commit_time")
-            rows = rows.filter(pc.is_in(times, value_set=pa.array(sorted(commit_filter), pa.string())))
-        elif commit_filter is not None:
-            begin, end = commit_filter
-            times = rows.column("_hoodie_commit_time")
-            rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))
+            if kept is not None:
+                rows = rows.filter(pc.is_in(times, value_set=kept))
+            else:
+                begin, end = commit_filter
+                rows = rows.filter(pc.and_(pc.greater(times, begin), pc.less_equal(times, end)))
         yield from align(rows, target).to_batches()
 
 

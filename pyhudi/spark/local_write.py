@@ -69,10 +69,8 @@ def local_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
     # count did not see, from an input that is not deterministic, fails the write)
     keyed = prepare(state, data, operation, combine_in_spark=False)
     counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
-    if counts and max(counts.values()) > MAX_ROWS_PER_TASK:
+    if not writes_locally(state, counts):
         return None
-    if any(p in counts for p, _ in clustering_file_groups(state.table.timeline)):
-        return None  # updates of pending clusterings' groups are checked before writing: tagged_write
     started = state.phase("partitions", started)
     partitions = sorted(counts)
     job = partition_job(state, partitions, operation, ctx, index)
@@ -85,6 +83,15 @@ def local_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
     out = [r.asDict() for r in map_in_arrow(routed, lambda it: write_partitions(it, job), STATS_DDL).collect()]
     state.phase("write", started)
     return file_rows(state, out)
+
+
+def writes_locally(state: WriteState, counts: dict[str, int]) -> bool:
+    """Whether partitions receiving ``counts`` records each can be written partition-locally: none
+    past one task's records, none holding a pending clustering's file groups (updates of those are
+    checked before writing: :func:`~pyhudi.spark.planned_write.tagged_write`)."""
+    if counts and max(counts.values()) > MAX_ROWS_PER_TASK:
+        return False
+    return not any(p in counts for p, _ in clustering_file_groups(state.table.timeline))
 
 
 def mark_inflight(state: WriteState, partitions: list[str], operation: str) -> None:

@@ -23,13 +23,12 @@ from pyspark.sql import DataFrame
 
 from pyhudi import config as C
 from pyhudi.io.avro_schema import PARTITION_PATH
-from pyhudi.plans.clustering import clustering_file_groups
 from pyhudi.spark.compat import collect_arrow
-from pyhudi.spark.local_write import file_rows, mark_inflight, partition_job
+from pyhudi.spark.local_write import file_rows, mark_inflight, partition_job, writes_locally
 from pyhudi.spark.prepare import prepare
 from pyhudi.spark.state import WriteState
 from pyhudi.write.partition_writer import write_partitions
-from pyhudi.write.plan import MAX_ROWS_PER_TASK, WriteContext
+from pyhudi.write.plan import WriteContext
 
 
 def estimated_bytes(data: DataFrame) -> int | None:
@@ -59,9 +58,7 @@ def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
     keyed = collect_arrow(prepare(state, data, operation, combine_in_spark=False))
     counted = pc.value_counts(keyed.column(PARTITION_PATH).combine_chunks())
     counts = dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
-    if counts and max(counts.values()) > MAX_ROWS_PER_TASK:
-        return None
-    if any(p in counts for p, _ in clustering_file_groups(state.table.timeline)):
+    if not writes_locally(state, counts):
         return None
     started = state.phase("collect", started)  # the phase name tells the commit took this path
     partitions = sorted(counts)
