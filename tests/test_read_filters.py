@@ -156,3 +156,5 @@ def test_filter_after_a_commit_keeps_the_frames_snapshot(spark, tmp_path):
     assert rows_of(after_commit) == old_rows
     fresh = pyhudi.read(spark, path).where(F.col("day") == "2024-01-01")
     assert fresh._pyhudi_read is not None and rows_of(fresh) != old_rows
+    theirs = {(r["key"], r["ts"]) for r in hudi_rs_rows(path) if r["day"] == "2024-01-01"}
+    assert {(r["key"], r["ts"]) for r in fresh.select("key", "ts").collect()} == theirs
