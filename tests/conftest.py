@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import sys
@@ -12,6 +13,40 @@ import pyarrow as pa
 import pytest
 
 INTEROP = Path(__file__).resolve().parents[1].parent / "shared" / "interop"
+
+#: Tests marked ``once`` run on the newest PySpark only (``.ci/run`` runs ``-m "not once"`` on 3.5).
+#: Besides every test that starts no Spark, these: what they check (writer processes killed and
+#: racing, leases, heartbeats, the in-memory models' random operation sequences) does not depend on
+#: the PySpark version, and the Spark calls they make are those the tests kept on 3.5 make. A
+#: pattern's ``keep`` ids stay on 3.5, so every write path (local, distributed, record index)
+#: still meets the model there.
+ONCE: dict[str, tuple[str, ...]] = {
+    "test_concurrency.py::test_writer_processes_never_lose_a_committed_write[*": (),
+    "test_concurrency.py::test_killed_writer_is_rolled_back_once_its_heartbeat_expires": (),
+    "test_streaming.py::test_stream_survives_kills_and_lands_every_batch_once[*": (),
+    "test_storage_lock.py::test_two_processes_occ_on_s3a_lose_no_committed_write": (),
+    "test_storage_lock.py::test_lease_of_a_killed_holder_lapses_on_the_store_clock": (),
+    "test_sync_model.py::test_catalog_partitions_follow_the_table": (),
+    "test_model.py::test_random_operations_match_model*": ("[SIMPLE]", "[SIMPLE:distributed]", "[RECORD_INDEX]"),
+    "test_mor.py::test_mor_random_operations_match_model*": ("[SIMPLE]", "[SIMPLE:distributed]", "[RECORD_INDEX]"),
+    "test_cdc_query.py::test_cdc_query_over_every_range_equals_the_model[*": ("[COPY_ON_WRITE]", "[MERGE_ON_READ]"),
+    "test_time_travel.py::test_every_instant_reads_as_its_snapshot[*": ("[MERGE_ON_READ]",),
+    "test_schema_evolution.py::test_random_schema_evolution_matches_model[*": ("[MERGE_ON_READ]",),
+    "test_object_storage_model.py::test_random_operations_on_s3a_match_model[*": ("[MERGE_ON_READ-SIMPLE]",),
+    "test_payloads_spark.py::test_merge_on_read_matches_the_model_before_and_after_compaction[*": (
+        "[OverwriteWithLatestAvroPayload]", "[DefaultHoodieRecordPayload]", "[PartialUpdateAvroPayload]"),
+}
+_SPARK_FIXTURES = {"spark", "s3_spark"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``once`` the tests that start no Spark and those :data:`ONCE` names."""
+    for item in items:
+        name = item.nodeid.split("/")[-1]
+        listed = any(fnmatch.fnmatchcase(name, pattern) and not name.endswith(keep)
+                     for pattern, keep in ONCE.items())
+        if listed or not _SPARK_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.once)
 
 
 @pytest.fixture(scope="session")

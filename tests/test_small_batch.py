@@ -144,3 +144,40 @@ def test_stream_micro_batches_from_files_are_written_on_the_driver(spark, tmp_pa
     assert [c[1] for c in commits(path)] == [True, True]
     assert sorted((r["key"], r["ts"]) for r in rows(path)) == sorted(
         [(f"k{k}", 0) for k in range(10)] + [(f"k{k}", 1) for k in range(10, 30)])
+
+
+def _jobs_of(spark, group: str, action) -> int:
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setJobGroup(None, None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+@pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
+def test_the_partition_path_check_counts_the_rows_the_write_plans_with(spark, tmp_path, monkeypatch, operation):
+    """A batch of Python rows (no size estimate: the distributed path) into a table partitioned by a
+    free-form string: the partition-path check's job counts the rows per path before the instant,
+    and the write plans with those counts instead of counting again. Without them (the check
+    patched to count nothing) the same write runs more jobs and writes the same table."""
+    import pyhudi
+    from pyhudi.spark import writer
+
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part",
+            "hoodie.datasource.write.operation": operation}
+    rows = [(f"k{k}", f"p{k % 3}", 1, None, f"v{k}") for k in range(30)]
+    jobs = {}
+    for counted in (True, False):
+        path = str(tmp_path / str(counted))
+        pyhudi.write(spark.createDataFrame([("s", "p0", 1, None, "s")], SCHEMA), path, opts)
+        if not counted:
+            real = writer.check_partitions
+            monkeypatch.setattr(writer, "check_partitions", lambda *a, real=real: (real(*a), None)[1])
+        jobs[counted] = _jobs_of(spark, f"pyhudi-counted-{operation}-{counted}",
+                                 lambda path=path: pyhudi.write(spark.createDataFrame(rows, SCHEMA), path, opts))
+        monkeypatch.undo()
+        got = sorted((r["key"], r["part"], r["v"]) for r in hudi_rs_rows(path))
+        assert got == sorted([("s", "p0", "s")] + [(k, p, v) for k, p, _ts, _at, v in rows])
+    assert jobs[True] < jobs[False], jobs

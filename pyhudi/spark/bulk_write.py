@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from pyhudi import config as C
 from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
-from pyhudi.spark.prepare import parallelism, prepare
+from pyhudi.spark.prepare import combines, may_flag_deletes, parallelism, prepare
 from pyhudi.spark.routing import bulk_insert_task, route, spark_parallelism
 from pyhudi.spark.sizing import record_size
 from pyhudi.spark.state import WriteState
@@ -33,11 +33,15 @@ def bulk_insert(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
     shuffle to the slots' tasks, which sort (unless the sort mode is NONE or
     PARTITION_PATH_REPARTITION) and write."""
     started = time.monotonic()
-    keyed = prepare(state, data, "bulk_insert" if operation in ("bulk_insert", "delete") else
-                    "insert" if replace else operation)
-    # a replace empties every partition the batch has records in, soft-deleted ones included
-    per_partition = keyed.groupBy(PARTITION_PATH).agg(F.sum((~F.col(IS_DELETE)).cast("long")).alias("live"))
-    counts = {r[PARTITION_PATH]: r["live"] or 0 for r in per_partition.collect()}
+    prepared_as = "bulk_insert" if operation in ("bulk_insert", "delete") else "insert" if replace else operation
+    keyed = prepare(state, data, prepared_as)
+    if state.input_counts is not None and not combines(state.cfg, prepared_as) and \
+            not may_flag_deletes(data.columns, state.merge_spec(), prepared_as):
+        counts = dict(state.input_counts)  # every input row is live: the partition-path check counted them
+    else:
+        # a replace empties every partition the batch has records in, soft-deleted ones included
+        per_partition = keyed.groupBy(PARTITION_PATH).agg(F.sum((~F.col(IS_DELETE)).cast("long")).alias("live"))
+        counts = {r[PARTITION_PATH]: r["live"] or 0 for r in per_partition.collect()}
     keyed = keyed.where(~F.col(IS_DELETE))
     started = state.phase("partitions", started)
     mode = state.cfg.get(C.BULKINSERT_SORT_MODE)

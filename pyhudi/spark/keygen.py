@@ -262,13 +262,14 @@ def with_stored_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition
     return df.withColumns({key_col: key, partition_col: part})
 
 
-def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> None:
+def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int] | None:
     """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
     be folders of ``table`` (None: not created yet), before anything is written.
 
     Only string values of SIMPLE parts can make a bad path, and only where urlencode or hive-style
-    leaves their characters as they are: then the batch's distinct paths are computed by one Spark
-    job and checked with pyarrow (:mod:`pyhudi.keygen.paths`). Other values (numbers, dates, hex)
+    leaves their characters as they are: then the batch's rows per partition path are counted by
+    one Spark job, the paths checked with pyarrow (:mod:`pyhudi.keygen.paths`), and the counts
+    returned: the write plans with them instead of counting again (None: no job ran). Other values (numbers, dates, hex)
     make one plain folder name each. A TIMESTAMP part's shape comes from its output format alone
     (``TimestampBasedAvroKeyGenerator``), so one rendered value stands for all: it is rendered on
     the driver from a local one-row relation, which Spark evaluates without a job
@@ -277,15 +278,15 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     job over the input.
     """
     if spec.kind == NON_PARTITION or not spec.partition_fields:
-        return
+        return None
     tz = _session_tz(df)
     strings = any(isinstance(field_type(df.schema, f), T.StringType) and spec.part_type(i) == SIMPLE
                   for i, f in enumerate(spec.partition_fields))
     if not strings or (spec.hive_style and spec.url_encode):
         if spec.has_timestamp_part:
             _check_timestamp_parts(df, spec, tz)
-        return
-    _check_distinct_paths(df.select(partition_path_expr(spec, df.schema, tz)), spec, table)
+        return None
+    return _check_distinct_paths(df.select(partition_path_expr(spec, df.schema, tz).alias("path")), spec, table)
 
 
 def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None, *, partition_col: str) -> None:
@@ -294,18 +295,20 @@ def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | 
     :func:`check_partitions` runs for free-form string parts."""
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return
-    _check_distinct_paths(df.select(F.col(partition_col).cast("string")).where(F.col(partition_col).isNotNull()),
-                          spec, table)
+    _check_distinct_paths(df.select(F.col(partition_col).cast("string").alias("path"))
+                          .where(F.col(partition_col).isNotNull()), spec, table)
 
 
-def _check_distinct_paths(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> None:
-    """Check the distinct values of ``paths`` (one string column) as folders of ``table``, beside
-    the partitions it has (one Spark job; one row per partition comes back: few)."""
+def _check_distinct_paths(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int]:
+    """Check the distinct values of ``paths`` (one string column, ``path``) as folders of
+    ``table``, beside the partitions it has; the rows per path (one Spark job; one row per
+    partition comes back: few)."""
     listing = table.metadata_listing() if table is not None else None
     existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
-    distinct = pa.array([r[0] for r in paths.distinct().collect()], pa.string())
-    check_partition_paths(distinct, fields=spec.partition_fields,
+    counts = {r[0]: r[1] for r in paths.groupBy("path").count().collect()}
+    check_partition_paths(pa.array(list(counts), pa.string()), fields=spec.partition_fields,
                           storage=table.storage if table is not None else None, existing=existing)
+    return counts
 
 
 def _check_timestamp_parts(df: DataFrame, spec: KeyGenSpec, session_tz: str) -> None:

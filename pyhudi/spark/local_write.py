@@ -60,15 +60,18 @@ def local_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteCo
                 index: str) -> list[dict] | None:
     """Write with one Spark task per table partition (:mod:`pyhudi.write.partition_writer`).
 
-    Two Spark jobs: incoming records per partition, then the write. Returns None, having
-    written nothing, when a partition receives more records than one task should write.
+    Two Spark jobs: incoming records per partition (unless the partition-path check counted them,
+    :attr:`WriteState.input_counts`), then the write. Returns None, having written nothing, when a
+    partition receives more records than one task should write.
     """
     started = time.monotonic()
     # not persisted: the count reads only the partition fields, and recomputing the keys in
     # the write job costs less than caching every incoming row (a task meeting a partition the
     # count did not see, from an input that is not deterministic, fails the write)
     keyed = prepare(state, data, operation, combine_in_spark=False)
-    counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
+    counts = state.input_counts  # (the partition-path check counted the same rows by the same paths)
+    if counts is None:
+        counts = {r[PARTITION_PATH]: r["count"] for r in keyed.groupBy(PARTITION_PATH).count().collect()}
     if not writes_locally(state, counts):
         return None
     started = state.phase("partitions", started)

@@ -74,6 +74,18 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
     return keyed
 
 
+def may_flag_deletes(columns: list[str], spec: MergeSpec, operation: str) -> bool:
+    """Whether :func:`prepare` may flag some rows of an input with ``columns`` as deletes: a delete
+    operation, a statement's delete column, or a column :func:`payload_delete_flag` reads."""
+    if operation == "delete" or IS_DELETE in columns:
+        return True
+    if spec.delete_field:
+        return spec.delete_field in columns
+    return IS_DELETED_FIELD in columns or (
+        spec.payload == AWS_DMS_PAYLOAD and DMS_OP_FIELD in columns) or (
+        spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) and DEBEZIUM_OP_FIELD in columns)
+
+
 def payload_delete_flag(df: DataFrame, spec: MergeSpec) -> Column:
     """Whether each incoming row is a delete by the payload's rule, as a Spark expression (the same
     rule as :func:`pyhudi.read.payloads.payload_deletes`): the delete field/marker of

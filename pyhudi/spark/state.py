@@ -43,6 +43,9 @@ class WriteState:
     ordering_field: str | None
     is_deleted_column: bool
     touched_partitions: tuple[str, ...] = ()  # partitions a bucket write had records for
+    #: the input's rows per partition path, counted by the partition-path check before the instant
+    #: (:func:`~pyhudi.spark.keygen.check_partitions`); None where no check counted them
+    input_counts: dict[str, int] | None = None
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase, and a few sizes
     index_stats: IndexStats | None = None  # how the index found stored records, for the commit
     _cached: list[DataFrame] = field(default_factory=list)  # unpersisted when the write ends

@@ -151,7 +151,7 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     # a prepped write is keyed by these meta columns, and finds its records by the file names it carries
     stored = (*PREPPED_COLUMNS, FILE_NAME) if request.prepped else ()
     data = df.drop(*[c for c in df.columns if c in META_FIELDS and c not in stored])
-    ordering = check_input(request, spec, data)
+    ordering, input_counts = check_input(request, spec, data)
     # (a DML statement's delete flag and a prepped row's stored key are no table data)
     target = target_schema(request, data.drop(IS_DELETE, GENERATE_KEY, *stored))
     if target is None:
@@ -181,6 +181,7 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
                             extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete,
+                            input_counts=input_counts,
                             prepped=request.prepped and GENERATE_KEY not in df.columns)
         meta, phase = pipeline.run(data, operation=operation, replace=replace, schema_json=schema_json,
                                    commit=txn.commit)
@@ -204,30 +205,35 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
                        meta.write_stats())
 
 
-def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> str | None:
+def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> tuple[str | None, dict[str, int] | None]:
     """The input checked before the table or an instant exists, so a refusal leaves no trace: key
     fields present, the ordering field (returned, None when the data lacks an optional one),
     partition paths valid. A prepped write's rows carry their stored key and partition path, which
     are not generated: only an insert_prepped's stored paths (the user's) and a merge's new keys'
-    paths are checked."""
+    paths are checked.
+
+    Also returned: the input's rows per partition path where the check counted them (one Spark job
+    for free-form string paths, :func:`~pyhudi.spark.keygen.check_partitions`), which the write
+    plans with instead of counting again; None otherwise."""
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
         if request.operation == "insert":  # insert_prepped: the stored paths are the user's, not the table's
             check_stored_partitions(data, spec, request.table, partition_col=PARTITION_PATH)
-        return ordering_field(request.cfg, data, request.operation, request.table)
+        return ordering_field(request.cfg, data, request.operation, request.table), None
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
     ordering = ordering_field(request.cfg, data, request.operation, request.table)
+    counts = None
     if request.replace != DELETE_PARTITION:
         try:
-            check_partitions(data, spec, request.table)
+            counts = check_partitions(data, spec, request.table)
         except Exception as exc:  # a key generator failing inside the Spark job carries pyhudi's marker
             translated = translate(exc)
             if translated is None:
                 raise
             raise translated from None
-    return ordering
+    return ordering, counts
 
 
 def target_schema(request: WriteRequest, data: DataFrame) -> pa.Schema | None:
