@@ -6,6 +6,8 @@ partitions touched, counts per file group) and executor stats (one row per file)
 three Spark jobs: affected partitions, the workload profile of the tagged records, and the write;
 a partition-local write (:mod:`pyhudi.spark.local_write`) runs two, and one when the input is small
 enough to write on the driver (:mod:`pyhudi.spark.small_write`, ``pyhudi.write.small.batch.bytes``).
+Where the partition-path check before the instant already counted the input's rows per path
+(:attr:`WriteState.input_counts`), the first of those jobs is not run.
 
 The steps live in modules named after what they own: :mod:`pyhudi.spark.prepare` (keys and
 de-duplication), :mod:`pyhudi.spark.tagging` (index lookups), :mod:`pyhudi.spark.sizing` (small
