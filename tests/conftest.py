@@ -131,6 +131,16 @@ def hudi_rs_rows(path: str | Path, *, as_of: str | None = None, start: str | Non
     return pa.Table.from_batches(batches).to_pylist()
 
 
+def spark_jobs_of(spark, group: str, action) -> int:
+    """How many Spark jobs ``action()`` started (counted in job group ``group``)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setJobGroup(None, None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
 def pyhudi_rows(spark, path: str | Path, **kw) -> list[dict]:
     import pyhudi
 

@@ -25,7 +25,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import hudi_rs_rows, unzip_table
+from conftest import hudi_rs_rows, spark_jobs_of, unzip_table
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -329,16 +329,6 @@ def test_a_version_change_records_the_types_and_strips_them(spark, tmp_path):
 
 
 # -- the partition path check runs no job over the input where the parts' shapes are known ---------------
-def _jobs_of(spark, group: str, action) -> int:
-    tracker = spark.sparkContext.statusTracker()
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setJobGroup(None, None)
-    return len(tracker.getJobIdsForGroup(group))
-
-
 @pytest.mark.parametrize(("partition_field", "extra", "scans"), [
     ("v:SIMPLE,ts:TIMESTAMP", {}, False),         # an int part is one plain folder name per value
     ("ts:TIMESTAMP", {}, False),                # TIMESTAMP parts alone: the output format decides the shape
@@ -359,7 +349,7 @@ def test_custom_partition_check_runs_a_job_only_for_free_form_string_parts(spark
                                          "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
                                          PARTITION_OPTION: partition_field, **extra}))
     df = spark.createDataFrame(ROWS, SCHEMA)
-    jobs = _jobs_of(spark, f"pyhudi-check-{scans}-{partition_field}", lambda: check_partitions(df, spec, None))
+    jobs = spark_jobs_of(spark, f"pyhudi-check-{scans}-{partition_field}", lambda: check_partitions(df, spec, None))
     assert (jobs > 0) == scans, jobs
 
 

@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from conftest import hudi_rs_rows
+from conftest import hudi_rs_rows, spark_jobs_of
 
 from pyhudi.write.result import PHASES_KEY
 
@@ -146,15 +146,6 @@ def test_stream_micro_batches_from_files_are_written_on_the_driver(spark, tmp_pa
         [(f"k{k}", 0) for k in range(10)] + [(f"k{k}", 1) for k in range(10, 30)])
 
 
-def _jobs_of(spark, group: str, action) -> int:
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setJobGroup(None, None)
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-
-
 @pytest.mark.parametrize("operation", ["upsert", "bulk_insert"])
 def test_the_partition_path_check_counts_the_rows_the_write_plans_with(spark, tmp_path, monkeypatch, operation):
     """A batch of Python rows (no size estimate: the distributed path) into a table partitioned by a
@@ -175,7 +166,7 @@ def test_the_partition_path_check_counts_the_rows_the_write_plans_with(spark, tm
         if not counted:
             real = writer.check_partitions
             monkeypatch.setattr(writer, "check_partitions", lambda *a, real=real: (real(*a), None)[1])
-        jobs[counted] = _jobs_of(spark, f"pyhudi-counted-{operation}-{counted}",
+        jobs[counted] = spark_jobs_of(spark, f"pyhudi-counted-{operation}-{counted}",
                                  lambda path=path: pyhudi.write(spark.createDataFrame(rows, SCHEMA), path, opts))
         monkeypatch.undo()
         got = sorted((r["key"], r["part"], r["v"]) for r in hudi_rs_rows(path))

@@ -269,8 +269,8 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     Only string values of SIMPLE parts can make a bad path, and only where urlencode or hive-style
     leaves their characters as they are: then the batch's rows per partition path are counted by
     one Spark job, the paths checked with pyarrow (:mod:`pyhudi.keygen.paths`), and the counts
-    returned: the write plans with them instead of counting again (None: no job ran). Other values (numbers, dates, hex)
-    make one plain folder name each. A TIMESTAMP part's shape comes from its output format alone
+    returned: the write plans with them instead of counting again (None: no job ran). Other values
+    (numbers, dates, hex) make one plain folder name each. A TIMESTAMP part's shape comes from its output format alone
     (``TimestampBasedAvroKeyGenerator``), so one rendered value stands for all: it is rendered on
     the driver from a local one-row relation, which Spark evaluates without a job
     (:func:`_check_timestamp_parts`). A custom key generator's parts are joined with ``/``, so its
@@ -286,7 +286,7 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
         if spec.has_timestamp_part:
             _check_timestamp_parts(df, spec, tz)
         return None
-    return _check_distinct_paths(df.select(partition_path_expr(spec, df.schema, tz).alias("path")), spec, table)
+    return _check_path_counts(df.select(partition_path_expr(spec, df.schema, tz).alias("path")), spec, table)
 
 
 def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None, *, partition_col: str) -> None:
@@ -295,11 +295,11 @@ def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | 
     :func:`check_partitions` runs for free-form string parts."""
     if spec.kind == NON_PARTITION or not spec.partition_fields:
         return
-    _check_distinct_paths(df.select(F.col(partition_col).cast("string").alias("path"))
+    _check_path_counts(df.select(F.col(partition_col).cast("string").alias("path"))
                           .where(F.col(partition_col).isNotNull()), spec, table)
 
 
-def _check_distinct_paths(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int]:
+def _check_path_counts(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int]:
     """Check the distinct values of ``paths`` (one string column, ``path``) as folders of
     ``table``, beside the partitions it has; the rows per path (one Spark job; one row per
     partition comes back: few)."""

@@ -77,13 +77,18 @@ def prepare(state: WriteState, data: DataFrame, operation: str, *, combine_in_sp
 def may_flag_deletes(columns: list[str], spec: MergeSpec, operation: str) -> bool:
     """Whether :func:`prepare` may flag some rows of an input with ``columns`` as deletes: a delete
     operation, a statement's delete column, or a column :func:`payload_delete_flag` reads."""
-    if operation == "delete" or IS_DELETE in columns:
-        return True
+    return operation == "delete" or IS_DELETE in columns or bool(_payload_delete_columns(columns, spec))
+
+
+def _payload_delete_columns(columns: list[str], spec: MergeSpec) -> list[str]:
+    """The columns among ``columns`` that the payload's delete rule reads: the delete field of
+    DefaultHoodieRecordPayload when one is set, else ``_hoodie_is_deleted`` and the payload's
+    operation column (AWS DMS ``Op``, Debezium ``_change_operation_type``)."""
     if spec.delete_field:
-        return spec.delete_field in columns
-    return IS_DELETED_FIELD in columns or (
-        spec.payload == AWS_DMS_PAYLOAD and DMS_OP_FIELD in columns) or (
-        spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) and DEBEZIUM_OP_FIELD in columns)
+        return [spec.delete_field] if spec.delete_field in columns else []
+    op = DMS_OP_FIELD if spec.payload == AWS_DMS_PAYLOAD else \
+        DEBEZIUM_OP_FIELD if spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) else None
+    return [c for c in (IS_DELETED_FIELD, op) if c and c in columns]
 
 
 def payload_delete_flag(df: DataFrame, spec: MergeSpec) -> Column:
@@ -93,17 +98,15 @@ def payload_delete_flag(df: DataFrame, spec: MergeSpec) -> Column:
     Debezium ``_change_operation_type = 'd'``. Such rows are written as deletes, as Hudi's
     ``HoodieAppendHandle`` does (a delete block in a log file; nothing in a new base file)."""
     flag: Column = F.lit(False)
-    if spec.delete_field:
-        if spec.delete_field in df.columns:
-            flag = F.coalesce(F.col(f"`{spec.delete_field}`").cast("string") == F.lit(spec.delete_marker), F.lit(False))
-        return flag
-    if IS_DELETED_FIELD in df.columns:
-        flag = F.coalesce(F.col(IS_DELETED_FIELD).cast("boolean"), F.lit(False))
-    op = DMS_OP_FIELD if spec.payload == AWS_DMS_PAYLOAD else \
-        DEBEZIUM_OP_FIELD if spec.payload in (MYSQL_DEBEZIUM_PAYLOAD, POSTGRES_DEBEZIUM_PAYLOAD) else None
-    if op and op in df.columns:
-        letter = "d" if op == DEBEZIUM_OP_FIELD else "D"
-        flag = flag | F.coalesce(F.lower(F.col(f"`{op}`").cast("string")) == F.lit(letter.lower()), F.lit(False))
+    for name in _payload_delete_columns(df.columns, spec):
+        if name == spec.delete_field:
+            is_delete = F.col(f"`{name}`").cast("string") == F.lit(spec.delete_marker)
+        elif name == IS_DELETED_FIELD:
+            is_delete = F.col(IS_DELETED_FIELD).cast("boolean")
+        else:  # the operation column: Debezium's 'd', DMS's 'D', either case
+            letter = "d" if name == DEBEZIUM_OP_FIELD else "D"
+            is_delete = F.lower(F.col(f"`{name}`").cast("string")) == F.lit(letter.lower())
+        flag = flag | F.coalesce(is_delete, F.lit(False))
     return flag
 
 
