@@ -172,3 +172,45 @@ def test_the_partition_path_check_counts_the_rows_the_write_plans_with(spark, tm
         got = sorted((r["key"], r["part"], r["v"]) for r in hudi_rs_rows(path))
         assert got == sorted([("s", "p0", "s")] + [(k, p, v) for k, p, _ts, _at, v in rows])
     assert jobs[True] < jobs[False], jobs
+
+
+def test_a_local_batch_has_its_partition_paths_counted_without_a_job(spark, tmp_path, monkeypatch):
+    """A small pandas frame is a local relation: the partition-path check collects its paths with no
+    Spark job and counts them on the driver, so the whole small-batch write runs one job (the
+    collect of the prepared rows). Counted by a Spark job instead (the row limit at 0), the same
+    write runs more jobs and writes the same table."""
+    import pyhudi
+    from pyhudi.spark import keygen
+
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part"}
+    jobs, default = {}, keygen.LOCAL_COUNT_ROWS
+    for limit in (default, 0):
+        monkeypatch.setattr(keygen, "LOCAL_COUNT_ROWS", limit)
+        path = str(tmp_path / str(limit))
+        pyhudi.write(batch(spark, range(40), 1, "a", 3), path, opts)
+        jobs[limit] = spark_jobs_of(spark, f"pyhudi-local-count-{limit}",
+                                    lambda path=path: pyhudi.write(batch(spark, range(20, 60), 2, "b", 3), path, opts))
+        assert [c[1] for c in commits(path)] == [True, True]
+        got = rows(path)
+        assert [(r["key"], r["part"], r["v"]) for r in got] == [
+            (f"k{k:04d}", f"p{k % 3}", f"{'a' if k < 20 else 'b'}{k}") for k in range(60)]
+    assert jobs[default] == 1 < jobs[0], jobs
+
+
+def test_a_local_batch_with_a_bad_partition_path_is_refused_before_anything_is_written(spark, tmp_path):
+    import pandas as pd
+
+    import pyhudi
+
+    path = tmp_path / "t"
+    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part"}
+    pyhudi.write(batch(spark, range(4), 1, "a", 2), str(path), opts)
+    before = {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")}
+    bad = spark.createDataFrame(pd.DataFrame({"key": ["k9", "k1"], "part": ["p0/", "p1"], "ts": [2, 2],
+                                              "at": [None, None], "v": ["x", "y"]}), SCHEMA)
+    assert bad._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
+    with pytest.raises(pyhudi.HudiPartitionPathError, match="'p0/'"):
+        pyhudi.write(bad, str(path), opts)
+    assert {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")} == before
