@@ -148,10 +148,8 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         bases = [b for b in bases if b.path in kept]
         log.info("data skipping on %s: %d of %d base files kept (statistics from %s)", table.path, len(bases),
                  before, "the metadata table" if recorded is not None else "footers")
-    if not bases:
-        df = spark.createDataFrame([], schema)
-    else:
-        df = base_files_frame(spark, table, bases, schema, as_of=as_of)
+    # (no empty frame stands in for missing parts: it would cost a plan and tasks in every query)
+    df = base_files_frame(spark, table, bases, schema, as_of=as_of) if bases else None
     logged = [s for s in slices if merged and s.log_files]
     if skipping is not None and recorded is not None and logged:
         before = len(logged)
@@ -169,7 +167,9 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         merged_df = merged_slices(spark, table, logged, schema, spec, files.view.visibility(), bases=logged_bases,
                                   as_of=as_of, predicate=skipping)
         if merged_df is not None:  # (None: neither the base files nor the log records can match the filter)
-            df = df.unionByName(merged_df)
+            df = merged_df if df is None else df.unionByName(merged_df)
+    if df is None:
+        df = spark.createDataFrame([], schema)
     if files.commit_times is not None:
         df = df.where(F.col("_hoodie_commit_time").isin(list(files.commit_times)))
     elif files.commit_filter is not None:
@@ -187,9 +187,12 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
     are (:func:`base_files_frame`), the others merged with their logs (:func:`merged_slices`)."""
     plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
     logged = [s for s in slices if s.log_files]
-    df = base_files_frame(spark, table, plain, schema) if plain else spark.createDataFrame([], schema)
+    df = base_files_frame(spark, table, plain, schema) if plain else None
     merged_df = merged_slices(spark, table, logged, schema, spec, visibility) if logged else None
-    return df if merged_df is None else df.unionByName(merged_df)
+    if df is None or merged_df is None:
+        found = df if merged_df is None else merged_df
+        return found if found is not None else spark.createDataFrame([], schema)
+    return df.unionByName(merged_df)
 
 
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,

@@ -1,0 +1,100 @@
+"""The 2,880-row commit of a pandas frame against delta-rs's merge of the same rows, and what it
+is made of.
+
+    .venv/bin/python benchmarks/small_commit.py [--drones 20] [--commits 12]
+
+One process, local[1] Spark, optimistic concurrency control, snappy parquet on both sides (as
+``benchmarks/concurrent_writers.py`` writes): each commit upserts corrections of one day (every
+tenth minute, ``drones`` x 144 rows of 12 columns) into a table of four days partitioned by
+``day``, a free-form string. Three ways take turns, so the machine's load is shared:
+
+* pyhudi, the partition-path check counting a small local relation on the driver (the default);
+* pyhudi with that check as a Spark job (``keygen.LOCAL_COUNT_ROWS`` at 0);
+* delta-rs: a merge on key and the literal day, from the same pandas frame.
+
+The clock runs from the pandas frame (``spark.createDataFrame`` inside it for pyhudi), and
+figures are medians after two warm-up rounds. The floor below is what any Spark write of such a
+frame pays before it writes a byte: the frame made from pandas, and one projection of it (the
+record key and partition path) collected as Arrow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import workload  # noqa: E402  (a sibling module of this script)
+
+OPTIONS = {"hoodie.table.name": "drones", "hoodie.datasource.write.recordkey.field": "key",
+           "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+           "hoodie.parquet.compression.codec": "snappy"}
+PHASES = ("collect_s", "write_s", "commit_s", "services_s", "total_s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--drones", type=int, default=20)
+    parser.add_argument("--commits", type=int, default=12)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from deltalake import DeltaTable, write_deltalake
+    from pyspark.sql import functions as F
+
+    import pyhudi
+    from pyhudi.spark import keygen
+
+    spark = pyhudi.spark_session("local[1]", spark__sql__shuffle__partitions="1", spark__driver__memory="1g")
+    work = Path(tempfile.mkdtemp(prefix="pyhudi-small-commit-"))
+    loaded = workload.rows(0, 4, args.drones)
+    default_rows = keygen.LOCAL_COUNT_ROWS
+    ways = {"pyhudi": default_rows, "pyhudi, check as a Spark job": 0}
+    for name in ways:
+        pyhudi.write(workload.pandas_frame(spark, loaded), str(work / name),
+                     {**OPTIONS, "hoodie.datasource.write.operation": "bulk_insert"})
+    write_deltalake(str(work / "delta"), loaded, partition_by=["day"])
+    seconds: dict[str, list[float]] = {name: [] for name in [*ways, "delta-rs merge", "floor"]}
+    phases: dict[str, list[float]] = {p: [] for p in PHASES}
+    for n in range(args.commits + 2):
+        batch = workload.rows(1, 1, args.drones, revision=n + 1, every_nth_minute=10)
+        for name, limit in ways.items():
+            keygen.LOCAL_COUNT_ROWS = limit
+            started = time.perf_counter()
+            res = pyhudi.write(workload.pandas_frame(spark, batch), str(work / name), OPTIONS)
+            if n >= 2:
+                seconds[name].append(time.perf_counter() - started)
+                if limit:
+                    for p in PHASES:
+                        phases[p].append(res.stats.get(p, 0.0))
+        keygen.LOCAL_COUNT_ROWS = default_rows
+        started = time.perf_counter()
+        (DeltaTable(str(work / "delta")).merge(batch.to_pandas(), predicate=(
+            f"t.key = s.key AND t.day = '{workload.day_name(1)}'"), source_alias="s", target_alias="t")
+         .when_matched_update_all().when_not_matched_insert_all().execute())
+        if n >= 2:
+            seconds["delta-rs merge"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        frame = workload.pandas_frame(spark, batch)
+        frame.select(F.concat(F.col("key").cast("string")).alias("k"), F.col("day").alias("p")).toArrow()
+        if n >= 2:
+            seconds["floor"].append(time.perf_counter() - started)
+    medians = {name: statistics.median(t) for name, t in seconds.items()}
+    delta = medians["delta-rs merge"]
+    print(f"{args.drones * 144:,} rows a commit into a table of 4 days of {args.drones} drones; "
+          f"{args.commits} commits each way, medians")
+    for name, m in medians.items():
+        label = "floor: pandas frame + one projection as Arrow" if name == "floor" else name
+        print(f"  {label:<46} {m * 1000:7.0f} ms  {m / delta:5.2f}x delta-rs")
+    print("  pyhudi's phases (median s): " + ", ".join(f"{p[:-2]} {statistics.median(v):.3f}"
+                                                     for p, v in phases.items()))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
