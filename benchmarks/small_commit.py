@@ -49,6 +49,7 @@ def main() -> None:
 
     import pyhudi
     from pyhudi.spark import keygen
+    from pyhudi.spark.compat import collect_arrow
 
     spark = pyhudi.spark_session("local[1]", spark__sql__shuffle__partitions="1", spark__driver__memory="1g")
     work = Path(tempfile.mkdtemp(prefix="pyhudi-small-commit-"))
@@ -65,14 +66,16 @@ def main() -> None:
         batch = workload.rows(1, 1, args.drones, revision=n + 1, every_nth_minute=10)
         for name, limit in ways.items():
             keygen.LOCAL_COUNT_ROWS = limit
-            started = time.perf_counter()
-            res = pyhudi.write(workload.pandas_frame(spark, batch), str(work / name), OPTIONS)
+            try:
+                started = time.perf_counter()
+                res = pyhudi.write(workload.pandas_frame(spark, batch), str(work / name), OPTIONS)
+            finally:
+                keygen.LOCAL_COUNT_ROWS = default_rows
             if n >= 2:
                 seconds[name].append(time.perf_counter() - started)
                 if limit:
                     for p in PHASES:
                         phases[p].append(res.stats.get(p, 0.0))
-        keygen.LOCAL_COUNT_ROWS = default_rows
         started = time.perf_counter()
         (DeltaTable(str(work / "delta")).merge(batch.to_pandas(), predicate=(
             f"t.key = s.key AND t.day = '{workload.day_name(1)}'"), source_alias="s", target_alias="t")
@@ -81,7 +84,7 @@ def main() -> None:
             seconds["delta-rs merge"].append(time.perf_counter() - started)
         started = time.perf_counter()
         frame = workload.pandas_frame(spark, batch)
-        frame.select(F.concat(F.col("key").cast("string")).alias("k"), F.col("day").alias("p")).toArrow()
+        collect_arrow(frame.select(F.col("key").cast("string").alias("k"), F.col("day").alias("p")))
         if n >= 2:
             seconds["floor"].append(time.perf_counter() - started)
     medians = {name: statistics.median(t) for name, t in seconds.items()}

@@ -1,4 +1,5 @@
-"""Shared fixtures: one local[2] SparkSession per test session, and the interop tables."""
+"""Shared fixtures: one local[2] SparkSession per test process (each pytest-xdist worker has its
+own), and the interop tables."""
 
 from __future__ import annotations
 

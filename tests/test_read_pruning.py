@@ -160,3 +160,7 @@ def test_merge_on_read_slices_skipped_by_log_record_ranges(spark, tmp_path):
                     ("s = 'f0a'", True)):  # (f0a: the base file of k00 may match, its log record must remove it)
         plan = pyhudi.read(spark, path, filters=f)._jdf.queryExecution().executedPlan().toString()
         assert ("_pyhudi_log_" in plan) == logs, (f, plan)
+    # every base file ruled out: the query is the log side alone, no empty frame unioned to it
+    leaves = pyhudi.read(spark, path, filters="n > 50")._jdf.queryExecution().analyzed().collectLeaves()
+    outputs = [leaves.apply(i).output().toString() for i in range(leaves.size())]
+    assert outputs and all("_pyhudi_l" in o for o in outputs), outputs

@@ -211,6 +211,26 @@ def test_a_local_batch_with_a_bad_partition_path_is_refused_before_anything_is_w
     bad = spark.createDataFrame(pd.DataFrame({"key": ["k9", "k1"], "part": ["p0/", "p1"], "ts": [2, 2],
                                               "at": [None, None], "v": ["x", "y"]}), SCHEMA)
     assert bad._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
-    with pytest.raises(pyhudi.HudiPartitionPathError, match="'p0/'"):
-        pyhudi.write(bad, str(path), opts)
+
+    def refused() -> None:
+        with pytest.raises(pyhudi.HudiPartitionPathError, match="'p0/'"):
+            pyhudi.write(bad, str(path), opts)
+
+    assert spark_jobs_of(spark, "pyhudi-local-refusal", refused) == 0
     assert {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")} == before
+
+
+@pytest.mark.parametrize("values", [["a", "b", "a", None, "a"], [], ["x"] * 3])
+def test_local_and_spark_path_counts_agree(spark, monkeypatch, values):
+    """The driver's count of a local relation's paths and the Spark job's count give the same
+    rows per path, a null path and an empty batch included."""
+    import pandas as pd
+
+    from pyhudi.spark import keygen
+
+    paths = spark.createDataFrame(pd.DataFrame({"path": pd.Series(values, dtype=object)}), "path string")
+    on_driver = {}
+    assert spark_jobs_of(spark, "pyhudi-local-counts", lambda: on_driver.update(keygen._path_counts(paths))) == 0
+    monkeypatch.setattr(keygen, "LOCAL_COUNT_ROWS", -1)
+    assert keygen._path_counts(paths) == on_driver
+    assert on_driver == {v: values.count(v) for v in set(values)}

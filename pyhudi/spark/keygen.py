@@ -314,17 +314,26 @@ def _check_path_counts(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | No
 
 #: the most rows of a local relation whose paths :func:`_path_counts` collects to count on the
 #: driver: collecting costs about 3 µs a row there, the count per path as a Spark job about 0.2-0.3 s
-#: (a shuffle: two jobs under adaptive execution), so they break even near 100,000 rows
+#: (a shuffle: two jobs under adaptive execution); they break even near 100,000 rows, and half that
+#: leaves a margin for slower drivers and longer paths
 LOCAL_COUNT_ROWS = 50_000
 
 
 def _path_counts(paths: DataFrame) -> dict[str, int]:
-    """The rows per value of ``paths``' one column. A batch Spark holds as a local relation (a
-    small pandas frame, a list of rows) has the projection folded into a new local relation by
-    the optimizer (``ConvertToLocalRelation``), and collecting that runs no Spark job: its paths
-    are counted on the driver with pyarrow. Any other plan is counted by a Spark job."""
-    plan = paths._jdf.queryExecution().optimizedPlan()
-    if plan.getClass().getSimpleName() == "LocalRelation" and plan.data().size() <= LOCAL_COUNT_ROWS:
+    """The rows per value of ``paths``' one column.
+
+    A batch Spark holds as a local relation (a pandas frame made with Arrow on, below
+    ``spark.sql.execution.arrow.localRelationThreshold``; SQL ``VALUES``) has the projection folded
+    into a new local relation by the optimizer (``ConvertToLocalRelation``), and collecting that
+    runs no Spark job: its paths are counted on the driver with pyarrow. Any other plan is counted
+    by a Spark job. The analyzed plan, which Spark already holds, rules out most inputs first, so
+    that they pay for no optimizer pass of their own (the optimizer evaluates a local relation's
+    projection row by row)."""
+    execution = paths._jdf.queryExecution()
+    leaves = execution.analyzed().collectLeaves()
+    local = leaves.size() == 1 and leaves.apply(0).getClass().getSimpleName() == "LocalRelation" \
+        and leaves.apply(0).data().size() <= LOCAL_COUNT_ROWS
+    if local and execution.optimizedPlan().getClass().getSimpleName() == "LocalRelation":
         counted = pc.value_counts(pa.array([r[0] for r in paths.collect()], pa.string()))
         return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
     return {r[0]: r[1] for r in paths.groupBy(paths.columns[0]).count().collect()}

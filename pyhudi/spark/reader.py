@@ -187,12 +187,13 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
     are (:func:`base_files_frame`), the others merged with their logs (:func:`merged_slices`)."""
     plain = [s.base_file for s in slices if s.base_file is not None and not s.log_files]
     logged = [s for s in slices if s.log_files]
-    df = base_files_frame(spark, table, plain, schema) if plain else None
-    merged_df = merged_slices(spark, table, logged, schema, spec, visibility) if logged else None
-    if df is None or merged_df is None:
-        found = df if merged_df is None else merged_df
-        return found if found is not None else spark.createDataFrame([], schema)
-    return df.unionByName(merged_df)
+    parts = [base_files_frame(spark, table, plain, schema)] if plain else []
+    merged = merged_slices(spark, table, logged, schema, spec, visibility) if logged else None
+    if merged is not None:
+        parts.append(merged)
+    if not parts:
+        return spark.createDataFrame([], schema)
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,

@@ -212,9 +212,10 @@ def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> tup
     are not generated: only an insert_prepped's stored paths (the user's) and a merge's new keys'
     paths are checked.
 
-    Also returned: the input's rows per partition path where the check counted them (one Spark job
-    for free-form string paths, :func:`~pyhudi.spark.keygen.check_partitions`), which the write
-    plans with instead of counting again; None otherwise."""
+    Also returned: the input's rows per partition path where the check counted them (free-form
+    string paths: one Spark job, or none for a small local relation,
+    :func:`~pyhudi.spark.keygen.check_partitions`), which the write plans with instead of counting
+    again; None otherwise."""
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
