@@ -220,17 +220,20 @@ def test_a_local_batch_with_a_bad_partition_path_is_refused_before_anything_is_w
     assert {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")} == before
 
 
-@pytest.mark.parametrize("values", [["a", "b", "a", None, "a"], [], ["x"] * 3])
-def test_local_and_spark_path_counts_agree(spark, monkeypatch, values):
+@pytest.mark.parametrize(("values", "keep"), [(["a", "b", "a", None, "a"], "true"), (["x"] * 3, "true"),
+                                           (["a", "b"], "false")], ids=["mixed", "one-path", "empty"])
+def test_local_and_spark_path_counts_agree(spark, monkeypatch, values, keep):
     """The driver's count of a local relation's paths and the Spark job's count give the same
-    rows per path, a null path and an empty batch included."""
+    rows per path, a null path and an empty batch (a filter that keeps no row) included."""
     import pandas as pd
 
     from pyhudi.spark import keygen
 
-    paths = spark.createDataFrame(pd.DataFrame({"path": pd.Series(values, dtype=object)}), "path string")
-    on_driver = {}
-    assert spark_jobs_of(spark, "pyhudi-local-counts", lambda: on_driver.update(keygen._path_counts(paths))) == 0
+    frame = spark.createDataFrame(pd.DataFrame({"path": pd.Series(values, dtype=object)}), "path string")
+    paths = frame.where(keep)
+    on_driver: dict = {}
+    group = f"pyhudi-local-counts-{len(values)}-{keep}"
+    assert spark_jobs_of(spark, group, lambda: on_driver.update(keygen._path_counts(paths))) == 0
     monkeypatch.setattr(keygen, "LOCAL_COUNT_ROWS", -1)
     assert keygen._path_counts(paths) == on_driver
-    assert on_driver == {v: values.count(v) for v in set(values)}
+    assert on_driver == ({v: values.count(v) for v in set(values)} if keep == "true" else {})
