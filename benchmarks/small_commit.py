@@ -30,11 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workload  # noqa: E402  (a sibling module of this script)
+from concurrent_writers import OPTIONS  # noqa: E402  (the writers' options: OCC, snappy)
 
-OPTIONS = {"hoodie.table.name": "drones", "hoodie.datasource.write.recordkey.field": "key",
-           "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts",
-           "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
-           "hoodie.parquet.compression.codec": "snappy"}
 PHASES = ("collect_s", "write_s", "commit_s", "services_s", "total_s")
 
 

@@ -4,6 +4,7 @@ own), and the interop tables."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import shutil
 import sys
@@ -140,6 +141,18 @@ def spark_jobs_of(spark, group: str, action) -> int:
     finally:
         spark.sparkContext.setJobGroup(None, None)
     return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """Every file (with a hash of its bytes) and folder under ``folder``."""
+    out = {}
+    for root, dirs, files in os.walk(folder):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(root, d), folder) + "/"] = ""
+        for f in files:
+            full = os.path.join(root, f)
+            out[os.path.relpath(full, folder)] = hashlib.sha1(Path(full).read_bytes()).hexdigest()
+    return out
 
 
 def pyhudi_rows(spark, path: str | Path, **kw) -> list[dict]:

@@ -4,13 +4,11 @@ cannot be a folder of the table is refused before anything is written."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import hudi_rs_rows, pyhudi_rows
+from conftest import hudi_rs_rows, pyhudi_rows, snapshot
 
 import pyhudi
 from pyhudi.keygen.paths import batch_problems
@@ -71,18 +69,6 @@ def _options(extra: dict[str, str]) -> dict[str, str]:
 
 def _rows(rows: list[dict]) -> set[tuple]:
     return {(r["k"], r["p"], r["v"], r["ts"], r["_hoodie_partition_path"]) for r in rows}
-
-
-def snapshot(folder: Path) -> dict[str, str]:
-    """Every file (with a hash of its bytes) and folder under ``folder``."""
-    out = {}
-    for root, dirs, files in os.walk(folder):
-        for d in dirs:
-            out[os.path.relpath(os.path.join(root, d), folder) + "/"] = ""
-        for f in files:
-            full = os.path.join(root, f)
-            out[os.path.relpath(full, folder)] = hashlib.sha1(Path(full).read_bytes()).hexdigest()
-    return out
 
 
 @pytest.fixture(scope="module")

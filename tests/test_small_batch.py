@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from conftest import hudi_rs_rows, spark_jobs_of
+from conftest import hudi_rs_rows, snapshot, spark_jobs_of
 
 from pyhudi.write.result import PHASES_KEY
 
@@ -174,6 +174,11 @@ def test_the_partition_path_check_counts_the_rows_the_write_plans_with(spark, tm
     assert jobs[True] < jobs[False], jobs
 
 
+#: a table partitioned by a free-form string: the partition-path check counts the batch's paths
+PARTITIONED = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
+               "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part"}
+
+
 def test_a_local_batch_has_its_partition_paths_counted_without_a_job(spark, tmp_path, monkeypatch):
     """A small pandas frame is a local relation: the partition-path check collects its paths with no
     Spark job and counts them on the driver, so the whole small-batch write runs one job (the
@@ -182,15 +187,14 @@ def test_a_local_batch_has_its_partition_paths_counted_without_a_job(spark, tmp_
     import pyhudi
     from pyhudi.spark import keygen
 
-    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
-            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part"}
     jobs, default = {}, keygen.LOCAL_COUNT_ROWS
     for limit in (default, 0):
         monkeypatch.setattr(keygen, "LOCAL_COUNT_ROWS", limit)
         path = str(tmp_path / str(limit))
-        pyhudi.write(batch(spark, range(40), 1, "a", 3), path, opts)
+        pyhudi.write(batch(spark, range(40), 1, "a", 3), path, PARTITIONED)
+        upsert = batch(spark, range(20, 60), 2, "b", 3)
         jobs[limit] = spark_jobs_of(spark, f"pyhudi-local-count-{limit}",
-                                    lambda path=path: pyhudi.write(batch(spark, range(20, 60), 2, "b", 3), path, opts))
+                                    lambda path=path, upsert=upsert: pyhudi.write(upsert, path, PARTITIONED))
         assert [c[1] for c in commits(path)] == [True, True]
         got = rows(path)
         assert [(r["key"], r["part"], r["v"]) for r in got] == [
@@ -204,20 +208,18 @@ def test_a_local_batch_with_a_bad_partition_path_is_refused_before_anything_is_w
     import pyhudi
 
     path = tmp_path / "t"
-    opts = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "key",
-            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part"}
-    pyhudi.write(batch(spark, range(4), 1, "a", 2), str(path), opts)
-    before = {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")}
+    pyhudi.write(batch(spark, range(4), 1, "a", 2), str(path), PARTITIONED)
+    before = snapshot(path)
     bad = spark.createDataFrame(pd.DataFrame({"key": ["k9", "k1"], "part": ["p0/", "p1"], "ts": [2, 2],
                                               "at": [None, None], "v": ["x", "y"]}), SCHEMA)
     assert bad._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
 
     def refused() -> None:
         with pytest.raises(pyhudi.HudiPartitionPathError, match="'p0/'"):
-            pyhudi.write(bad, str(path), opts)
+            pyhudi.write(bad, str(path), PARTITIONED)
 
     assert spark_jobs_of(spark, "pyhudi-local-refusal", refused) == 0
-    assert {p: p.read_bytes() if p.is_file() else b"" for p in path.rglob("*")} == before
+    assert snapshot(path) == before
 
 
 @pytest.mark.parametrize(("values", "keep"), [(["a", "b", "a", None, "a"], "true"), (["x"] * 3, "true"),

@@ -17,7 +17,6 @@ same keys for the same input partition.
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,6 +34,7 @@ from pyhudi.keygen.spec import (
     KeyGenSpec,
 )
 from pyhudi.table.table import HudiTable
+from pyhudi.write.rows import counts_of
 
 KEY_ERROR_MARKER = "[pyhudi:key]"
 
@@ -334,8 +334,7 @@ def _path_counts(paths: DataFrame) -> dict[str, int]:
     local = leaves.size() == 1 and leaves.apply(0).getClass().getSimpleName() == "LocalRelation" \
         and leaves.apply(0).data().size() <= LOCAL_COUNT_ROWS
     if local and execution.optimizedPlan().getClass().getSimpleName() == "LocalRelation":
-        counted = pc.value_counts(pa.array([r[0] for r in paths.collect()], pa.string()))
-        return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+        return counts_of(pa.array([r[0] for r in paths.collect()], pa.string()))
     return {r[0]: r[1] for r in paths.groupBy(paths.columns[0]).count().collect()}
 
 

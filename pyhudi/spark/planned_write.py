@@ -84,11 +84,10 @@ def tagged_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
     elif needs_index:
         keyed = prepare(state, data, operation, combine_in_spark=not in_handles)
         keyed = state.persist(keyed)
-        partitions: list[str] | None = None
-        if state.input_counts is not None and not state.is_global:
-            partitions = sorted(state.input_counts)
-        elif not state.is_global:
-            partitions = sorted(r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
+        partitions: list[str] | None = None  # a global index looks in every partition
+        if not state.is_global:
+            partitions = sorted(state.input_counts) if state.input_counts is not None else \
+                sorted(r[0] for r in keyed.select(PARTITION_PATH).distinct().collect())
         started = state.phase("partitions", started)
         found = lookup(state, data.sparkSession, keyed, partitions)
         tagged = tag(state, keyed, found.existing)

@@ -148,8 +148,7 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         bases = [b for b in bases if b.path in kept]
         log.info("data skipping on %s: %d of %d base files kept (statistics from %s)", table.path, len(bases),
                  before, "the metadata table" if recorded is not None else "footers")
-    # (no empty frame stands in for missing parts: it would cost a plan and tasks in every query)
-    df = base_files_frame(spark, table, bases, schema, as_of=as_of) if bases else None
+    parts = [base_files_frame(spark, table, bases, schema, as_of=as_of)] if bases else []
     logged = [s for s in slices if merged and s.log_files]
     if skipping is not None and recorded is not None and logged:
         before = len(logged)
@@ -167,9 +166,8 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
         merged_df = merged_slices(spark, table, logged, schema, spec, files.view.visibility(), bases=logged_bases,
                                   as_of=as_of, predicate=skipping)
         if merged_df is not None:  # (None: neither the base files nor the log records can match the filter)
-            df = merged_df if df is None else df.unionByName(merged_df)
-    if df is None:
-        df = spark.createDataFrame([], schema)
+            parts.append(merged_df)
+    df = _union(spark, parts, schema)
     if files.commit_times is not None:
         df = df.where(F.col("_hoodie_commit_time").isin(list(files.commit_times)))
     elif files.commit_filter is not None:
@@ -191,9 +189,18 @@ def slices_frame(spark: SparkSession, table: HudiTable, slices: list[FileSlice],
     merged = merged_slices(spark, table, logged, schema, spec, visibility) if logged else None
     if merged is not None:
         parts.append(merged)
+    return _union(spark, parts, schema)
+
+
+def _union(spark: SparkSession, parts: list[DataFrame], schema: T.StructType) -> DataFrame:
+    """``parts`` unioned by name; an empty frame of ``schema`` only when there are none (an empty
+    frame unioned to a query would cost it a plan and tasks)."""
     if not parts:
         return spark.createDataFrame([], schema)
-    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
 
 
 def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice], schema: T.StructType,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 from pyhudi import config as C
@@ -29,6 +28,7 @@ from pyhudi.spark.prepare import prepare
 from pyhudi.spark.state import WriteState
 from pyhudi.write.partition_writer import write_partitions
 from pyhudi.write.plan import WriteContext
+from pyhudi.write.rows import counts_of
 
 
 def estimated_bytes(data: DataFrame) -> int | None:
@@ -56,8 +56,7 @@ def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
     two-job path would (a partition past one task's records, a pending clustering's partition)."""
     started = time.monotonic()
     keyed = collect_arrow(prepare(state, data, operation, combine_in_spark=False))
-    counted = pc.value_counts(keyed.column(PARTITION_PATH).combine_chunks())
-    counts = dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+    counts = counts_of(keyed.column(PARTITION_PATH).combine_chunks())
     if not writes_locally(state, counts):
         return None
     started = state.phase("collect", started)  # the phase name tells the commit took this path

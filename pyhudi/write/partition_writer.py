@@ -58,7 +58,7 @@ from pyhudi.write.plan import (
     plan_bucket_index,
     to_append_buckets,
 )
-from pyhudi.write.rows import stats_batch, storage_schema_of, to_storage_rows
+from pyhudi.write.rows import counts_of, stats_batch, storage_schema_of, to_storage_rows
 from pyhudi.write.task import NO_TASK, current_task
 
 SIMPLE = "SIMPLE"
@@ -307,10 +307,7 @@ def plan_partition(rows: pa.Table, layout: PartitionLayout, job: PartitionWriteJ
     if job.drop_existing:
         keep = pc.and_(keep, pc.invert(known))
     rows, fids = rows.filter(keep), fids.filter(keep)
-    updates: dict[str, int] = {}
-    if len(fids):
-        counted = pc.value_counts(fids.drop_null())
-        updates = dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
+    updates: dict[str, int] = counts_of(fids.drop_null()) if len(fids) else {}
     inserts = fids.null_count
     small = list(layout.small_files) if inserts else []  # as the distributed plan: only where inserts go
     avg = job.avg_record_size

@@ -10,6 +10,7 @@ the handle modules can use them without importing one another.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +29,14 @@ from pyhudi.write.columns import STATS_SCHEMA
 from pyhudi.write.plan import WriteContext
 from pyhudi.write.task import TaskInfo
 
-__all__ = ["seqnos", "stats_batch", "stats_row", "stats_row_of", "storage_schema_of", "to_storage_rows"]
+__all__ = ["counts_of", "seqnos", "stats_batch", "stats_row", "stats_row_of", "storage_schema_of", "to_storage_rows"]
+
+
+def counts_of(values: pa.Array | pa.ChunkedArray) -> dict[Any, int]:
+    """Rows per distinct value of ``values`` (a null counted under None): the plan of a write
+    counts its records per partition path or file group this way, without a Python loop."""
+    counted = pc.value_counts(values)
+    return dict(zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist()))
 
 
 def storage_schema_of(ctx: WriteContext) -> pa.Schema:
