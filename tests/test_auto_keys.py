@@ -150,11 +150,11 @@ def test_keys_are_the_same_when_the_rows_are_keyed_again(spark):
     """A retried task keys the same input partition again: the expression depends only on the
     partition index and the row's position in it, so a second evaluation gives the same keys."""
     from pyhudi.config import HudiConfig
-    from pyhudi.spark.keygen import with_keys
+    from pyhudi.spark.keygen import key_columns
 
     spec = resolve_keygen(HudiConfig.of({"hoodie.datasource.write.partitionpath.field": "p"}))
     df = spark.range(0, 50, numPartitions=3).selectExpr("id as x", "cast(id % 4 as string) as p")
-    keyed = with_keys(df, spec, key_col="k", partition_col="pp", instant="20240101000000000")
+    keyed = df.withColumns(key_columns(df, spec, key_col="k", partition_col="pp", instant="20240101000000000"))
     first = sorted((r["x"], r["k"]) for r in keyed.collect())
     assert first == sorted((r["x"], r["k"]) for r in keyed.collect())
     sizes = [len(range(50)[i * 50 // 3:(i + 1) * 50 // 3]) for i in range(3)]  # spark.range's split

@@ -194,8 +194,9 @@ SMALL_BATCH_BYTES = option(
     "pyhudi.write.small.batch.bytes", 64 * MB,
     "pyhudi only: a partition-local write (see pyhudi.write.partition.local) whose input Spark's "
     "optimizer estimates at or below this many bytes (the estimate Spark's broadcast join threshold "
-    "uses; known for local data and file scans) is brought to the driver as Arrow in one Spark job and "
-    "tagged, sized, written and committed there without further Spark jobs; larger or unknown inputs "
+    "uses; known for local data and file scans) is brought to the driver as Arrow in one Spark job (none "
+    "for a small pandas frame of plain columns) and tagged, sized, written and committed there without "
+    "further Spark jobs; larger or unknown inputs "
     "take the two-job path. 0 always takes the two-job path. On local[2] the driver path took "
     "0.5-0.65x the two-job path's time from 1,000 to 1,000,000 rows (benchmarks/small_batch.py; "
     "BENCHMARKS.md, 'Small batches'); the default, about 430,000 drone rows, bounds the Arrow the "

@@ -33,6 +33,7 @@ from pyhudi.keygen.spec import (
     TIMESTAMP,
     KeyGenSpec,
 )
+from pyhudi.spark.local_batch import collect_local
 from pyhudi.table.table import HudiTable
 from pyhudi.write.rows import counts_of
 
@@ -81,16 +82,16 @@ def _raise(message: str) -> Column:
     return F.raise_error(F.lit(f"{KEY_ERROR_MARKER} {message}"))
 
 
-def with_required_ordering(df: DataFrame, field: str, *, unless: Column | None = None) -> DataFrame:
-    """``df``, failing the job that reads a row whose ordering (precombine) value is null. Hudi
-    refuses such a record ("The value of ts can not be null") rather than guess its order; a
-    combine step would otherwise drop it or let it lose to any other version of its key. Rows
-    ``unless`` holds for (a statement's hard deletes) need none."""
+def required_ordering(field: str, *, unless: Column | None = None) -> Column:
+    """The ordering (precombine) value ``field``, failing the job that reads a row where it is
+    null. Hudi refuses such a record ("The value of ts can not be null") rather than guess its
+    order; a combine step would otherwise drop it or let it lose to any other version of its key.
+    Rows ``unless`` holds for (a statement's hard deletes) need none."""
     value = F.col(f"`{field}`")
     message = (f"precombine field {field!r} (hoodie.datasource.write.precombine.field) is null in some incoming "
                "rows; every record needs an ordering value: fill it in, or write without a precombine field")
     missing = value.isNull() if unless is None else value.isNull() & ~unless
-    return df.withColumn(field, F.when(missing, _raise(message)).otherwise(value))
+    return F.when(missing, _raise(message)).otherwise(value)
 
 
 #: ``monotonically_increasing_id`` keeps the row's position within its partition in its low 33 bits
@@ -216,18 +217,19 @@ def _timestamp_partition(spec: KeyGenSpec, path: str, dtype: T.DataType, session
     return _render_in(F.timestamp_millis(millis), ts_spec.output_format, ts_spec.output_timezone, session_tz)
 
 
-def _session_tz(df: DataFrame) -> str:
+def session_zone(df: DataFrame) -> str:
+    """The session time zone, which timestamp partition paths are rendered in."""
     return df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
 
 
-def with_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str,
-              instant: str | None = None) -> DataFrame:
-    """``df`` with the record key and partition path columns added (native expressions only);
-    ``instant``: the write's instant (generated keys carry it)."""
-    return df.withColumns({
-        key_col: record_key_expr(spec, df.schema, instant=instant),
-        partition_col: partition_path_expr(spec, df.schema, _session_tz(df)),
-    })
+def key_columns(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition_col: str,
+                instant: str | None = None) -> dict[str, Column]:
+    """The record key and partition path of ``df``'s rows as columns named ``key_col`` and
+    ``partition_col`` (native expressions only); ``instant``: the write's instant (generated keys
+    carry it)."""
+    return {key_col: record_key_expr(spec, df.schema, instant=instant),
+            partition_col: partition_path_expr(spec, df.schema, session_zone(df))}
+
 
 
 #: a prepped write's internal column marking rows that have no stored key yet and are keyed as
@@ -258,12 +260,13 @@ def with_stored_keys(df: DataFrame, spec: KeyGenSpec, *, key_col: str, partition
     if GENERATE_KEY in df.columns:
         fresh = F.coalesce(F.col(GENERATE_KEY).cast("boolean"), F.lit(False))
         key = F.when(fresh, record_key_expr(spec, df.schema, instant=instant)).otherwise(key)
-        part = F.when(fresh, partition_path_expr(spec, df.schema, _session_tz(df))).otherwise(part)
+        part = F.when(fresh, partition_path_expr(spec, df.schema, session_zone(df))).otherwise(part)
         return df.withColumns({key_col: key, partition_col: part}).drop(GENERATE_KEY)
     return df.withColumns({key_col: key, partition_col: part})
 
 
-def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int] | None:
+def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None, *,
+                     counts: dict[str, int] | None = None) -> dict[str, int] | None:
     """Refuse (:class:`~pyhudi.errors.HudiPartitionPathError`) a batch whose partition paths cannot
     be folders of ``table`` (None: not created yet), before anything is written.
 
@@ -278,16 +281,23 @@ def check_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -
     (:func:`_check_timestamp_parts`). A custom key generator's parts are joined with ``/``, so its
     paths are safe when each part is: one with TIMESTAMP parts and no free-form string part runs no
     job over the input.
+
+    ``counts``: the batch's rows per partition path where the caller has them (a small batch
+    collected with its keys, :func:`pyhudi.spark.small_write.collect_prepared`); then those paths
+    are checked where free-form strings make them, nothing is counted, and ``counts`` is returned.
     """
     if spec.kind == NON_PARTITION or not spec.partition_fields:
-        return None
-    tz = _session_tz(df)
+        return counts
+    tz = session_zone(df)
     strings = any(isinstance(field_type(df.schema, f), T.StringType) and spec.part_type(i) == SIMPLE
                   for i, f in enumerate(spec.partition_fields))
     if not strings or (spec.hive_style and spec.url_encode):
         if spec.has_timestamp_part:
             _check_timestamp_parts(df, spec, tz)
-        return None
+        return counts
+    if counts is not None:
+        _check_paths(list(counts), spec, table)
+        return counts
     return _check_path_counts(df.select(partition_path_expr(spec, df.schema, tz).alias("path")), spec, table)
 
 
@@ -304,37 +314,26 @@ def check_stored_partitions(df: DataFrame, spec: KeyGenSpec, table: HudiTable | 
 def _check_path_counts(paths: DataFrame, spec: KeyGenSpec, table: HudiTable | None) -> dict[str, int]:
     """Check the distinct values of ``paths`` (one string column, ``path``) as folders of
     ``table``, beside the partitions it has; the rows per path (:func:`_path_counts`)."""
-    listing = table.metadata_listing() if table is not None else None
-    existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
     counts = _path_counts(paths)
-    check_partition_paths(pa.array(list(counts), pa.string()), fields=spec.partition_fields,
-                          storage=table.storage if table is not None else None, existing=existing)
+    _check_paths(list(counts), spec, table)
     return counts
 
 
-#: the most rows of a local relation whose paths :func:`_path_counts` collects to count on the
-#: driver: collecting costs about 3 µs a row there, the count per path as a Spark job about 0.2-0.3 s
-#: (a shuffle: two jobs under adaptive execution); they break even near 100,000 rows, and half that
-#: leaves a margin for slower drivers and longer paths
-LOCAL_COUNT_ROWS = 50_000
+def _check_paths(paths: list[str | None], spec: KeyGenSpec, table: HudiTable | None) -> None:
+    """Check distinct partition paths as folders of ``table``, beside the partitions it has."""
+    listing = table.metadata_listing() if table is not None else None
+    existing = None if listing is None else listing.partitions | {p for p, names in listing.files.items() if names}
+    check_partition_paths(pa.array(paths, pa.string()), fields=spec.partition_fields,
+                          storage=table.storage if table is not None else None, existing=existing)
 
 
 def _path_counts(paths: DataFrame) -> dict[str, int]:
-    """The rows per value of ``paths``' one column.
-
-    A batch Spark holds as a local relation (a pandas frame made with Arrow on, below
-    ``spark.sql.execution.arrow.localRelationThreshold``; SQL ``VALUES``) has the projection folded
-    into a new local relation by the optimizer (``ConvertToLocalRelation``), and collecting that
-    runs no Spark job: its paths are counted on the driver with pyarrow. Any other plan is counted
-    by a Spark job. The analyzed plan, which Spark already holds, rules out most inputs first, so
-    that they pay for no optimizer pass of their own (the optimizer evaluates a local relation's
-    projection row by row)."""
-    execution = paths._jdf.queryExecution()
-    leaves = execution.analyzed().collectLeaves()
-    local = leaves.size() == 1 and leaves.apply(0).getClass().getSimpleName() == "LocalRelation" \
-        and leaves.apply(0).data().size() <= LOCAL_COUNT_ROWS
-    if local and execution.optimizedPlan().getClass().getSimpleName() == "LocalRelation":
-        return counts_of(pa.array([r[0] for r in paths.collect()], pa.string()))
+    """The rows per value of ``paths``' one column: counted with pyarrow on the driver when
+    ``paths`` is a projection of a small local relation, which brings its rows to Python without a
+    Spark job (:func:`~pyhudi.spark.local_batch.collect_local`), else by a Spark job."""
+    local = collect_local(paths)
+    if local is not None:
+        return counts_of(local.column(0))
     return {r[0]: r[1] for r in paths.groupBy(paths.columns[0]).count().collect()}
 
 

@@ -14,6 +14,7 @@ import time
 from pyspark.sql import DataFrame
 
 from pyhudi import config as C
+from pyhudi.config import HudiConfig
 from pyhudi.index import bloom_index as B
 from pyhudi.index.bucket import bucket_file_groups
 from pyhudi.io.avro_schema import PARTITION_PATH
@@ -23,7 +24,7 @@ from pyhudi.spark.index import IndexStats, bloom_filter_slices, bucket_spec, key
 from pyhudi.spark.prepare import combines, prepare
 from pyhudi.spark.routing import by_partition, route, spark_parallelism
 from pyhudi.spark.sizing import record_size, small_files
-from pyhudi.spark.state import WriteState
+from pyhudi.spark.state import WriteState, global_index
 from pyhudi.spark.worker import map_in_arrow
 from pyhudi.table.fs_view import FileSlice
 from pyhudi.timeline.commit_metadata import CommitMetadata
@@ -40,12 +41,11 @@ from pyhudi.write.partition_writer import (
 from pyhudi.write.plan import MAX_ROWS_PER_TASK, WriteContext, log_targets, pack_tasks
 
 
-def local_index(state: WriteState, operation: str) -> str | None:
+def local_index(cfg: HudiConfig, operation: str) -> str | None:
     """How a partition-local write finds stored records for ``operation``; None when it cannot
     (global indexes match keys across partitions)."""
-    cfg = state.cfg
     index_type = cfg.get(C.INDEX_TYPE)
-    if state.is_global or not cfg.get(C.PARTITION_LOCAL_WRITE):
+    if global_index(cfg) or not cfg.get(C.PARTITION_LOCAL_WRITE):
         return None
     if index_type == "BUCKET":  # bulk_insert too: records still go to their hash bucket's file group
         return BUCKET_INDEX

@@ -4,10 +4,12 @@ the written files' metadata to the commit.
 Every step on rows is a native Spark operation; the driver only collects small aggregates (the
 partitions touched, counts per file group) and executor stats (one row per file). An upsert runs
 three Spark jobs: affected partitions, the workload profile of the tagged records, and the write;
-a partition-local write (:mod:`pyhudi.spark.local_write`) runs two, and one when the input is small
-enough to write on the driver (:mod:`pyhudi.spark.small_write`, ``pyhudi.write.small.batch.bytes``).
-Where the partition-path check before the instant already counted the input's rows per path
-(:attr:`WriteState.input_counts`), the first of those jobs is not run.
+a partition-local write (:mod:`pyhudi.spark.local_write`) runs two, and at most one when the input
+is small enough to write on the driver (:mod:`pyhudi.spark.small_write`,
+``pyhudi.write.small.batch.bytes``). Where the partition-path check before the instant already
+counted the input's rows per path (:attr:`WriteState.input_counts`), the first of those jobs is
+not run; where it collected a small local batch's prepared rows (:attr:`WriteState.collected`),
+the driver write takes them.
 
 The steps live in modules named after what they own: :mod:`pyhudi.spark.prepare` (keys and
 de-duplication), :mod:`pyhudi.spark.tagging` (index lookups), :mod:`pyhudi.spark.sizing` (small
@@ -71,9 +73,9 @@ class Pipeline(WriteState):
             bucket = self.cfg.get(C.INDEX_TYPE) == "BUCKET"
             located = self.prepped and FILE_NAME in data.columns and not bucket and replace is None \
                 and operation in ("upsert", "delete")
-            if not located:
+            if not located and FILE_NAME in data.columns:
                 data = data.drop(FILE_NAME)
-            local = None if located else local_index(self, operation)
+            local = None if located else local_index(self.cfg, operation)
             replaced: dict[str, list[str]] | None
             if replace == DELETE_PARTITION:
                 rows, replaced = [], deleted_partitions(self, data, self.partitions_to_delete)
@@ -82,8 +84,8 @@ class Pipeline(WriteState):
                 replaced = replaced_groups(self, replace, self.touched_partitions)
             elif (operation == "bulk_insert" and not bucket) or replace:
                 rows, replaced = bulk_insert(self, data, operation, ctx, replace)
-            elif local is not None and (written := (driver_write if is_small(self, data) else local_write)(
-                    self, data, operation, ctx, local)) is not None:
+            elif local is not None and (written := self._local_write(data)(self, data, operation, ctx,
+                                                                           local)) is not None:
                 rows, replaced = written, None
             elif bucket:
                 rows, replaced = bucket_write(self, data, operation, ctx), None
@@ -117,6 +119,11 @@ class Pipeline(WriteState):
         finally:
             for df in self._cached:
                 df.unpersist()
+
+    def _local_write(self, data: DataFrame) -> Callable[..., list[dict] | None]:
+        """The partition-local write for ``data``: on the driver when the check before the instant
+        collected it or it is small (:mod:`pyhudi.spark.small_write`), else in Spark tasks."""
+        return driver_write if self.collected is not None or is_small(self.cfg, data) else local_write
 
     def log_statistics(self, rows: list[dict]) -> list[tuple[str, dict]]:
         """The column statistics the append handles computed for the log files they wrote. Blocks

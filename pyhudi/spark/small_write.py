@@ -1,13 +1,20 @@
 """The small-batch write: a partition-local write (:mod:`pyhudi.spark.local_write`) of a batch
-small enough to hold on the driver runs one Spark job, not two.
+small enough to hold on the driver runs at most one Spark job, not two.
 
-The job brings the prepared records (keys, partition paths, delete flags, computed in Spark as on
-every path) to the driver as Arrow; the counts per partition come from that table, the plan is
-the same :func:`~pyhudi.spark.local_write.partition_job`, and the same
+The prepared records (keys, partition paths, delete flags, computed by Spark expressions as on
+every path) come to the driver as Arrow; the counts per partition come from that table, the plan
+is the same :func:`~pyhudi.spark.local_write.partition_job`, and the same
 :func:`~pyhudi.write.partition_writer.write_partitions` tags, sizes and writes every partition on
 the driver, as one task does in an executor. Files and commit metadata are those of the two-job
 path; only the write token differs (``0-0-0``: the driver is no Spark task, and it writes each
 file once).
+
+A small local relation (a pandas frame made with Arrow, :func:`~pyhudi.spark.local_batch.fits_driver`)
+keyed by its fields is keyed and collected by the input check, before the instant
+(:func:`collect_prepared`): its partition paths are checked on those rows and the write takes
+them. Where its columns are plain values and timestamps, that collect and so the whole commit
+run no Spark job. Any other small batch (a streaming micro-batch read from files) is collected
+once the instant exists, by one job (``toArrow``), or by none when it is a local relation.
 
 Whether a batch is small is decided without a Spark job, from the size Spark's optimizer estimates
 for the input plan (the figure its broadcast-join threshold uses): known for local data and file
@@ -18,14 +25,18 @@ from __future__ import annotations
 
 import time
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from pyhudi import config as C
+from pyhudi.config import HudiConfig
 from pyhudi.io.avro_schema import PARTITION_PATH
+from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.spark.compat import collect_arrow
-from pyhudi.spark.local_write import file_rows, mark_inflight, partition_job, writes_locally
-from pyhudi.spark.prepare import prepare
-from pyhudi.spark.state import WriteState
+from pyhudi.spark.local_batch import collect_local, fits_driver
+from pyhudi.spark.local_write import file_rows, local_index, mark_inflight, partition_job, writes_locally
+from pyhudi.spark.prepare import prepare, prepared
+from pyhudi.spark.state import WriteState, merge_spec_of
 from pyhudi.write.partition_writer import write_partitions
 from pyhudi.write.plan import WriteContext
 from pyhudi.write.rows import counts_of
@@ -40,23 +51,52 @@ def estimated_bytes(data: DataFrame) -> int | None:
         return None
 
 
-def is_small(state: WriteState, data: DataFrame) -> bool:
+def is_small(cfg: HudiConfig, data: DataFrame) -> bool:
     """Whether the write of ``data`` runs on the driver (:func:`driver_write`)."""
-    limit = state.cfg.get(C.SMALL_BATCH_BYTES)
+    limit = cfg.get(C.SMALL_BATCH_BYTES)
     if limit <= 0:
         return False
     size = estimated_bytes(data)
     return size is not None and size <= limit
 
 
+def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, operation: str,
+                     ordering_field: str | None) -> pa.Table | None:
+    """The prepared rows (:func:`~pyhudi.spark.prepare.prepared`) of a batch that the write will
+    take to the driver, collected before the instant, without a Spark job where its columns are
+    plain values (:func:`~pyhudi.spark.local_batch.collect_local`): ``data`` is a local relation
+    small enough for the driver, keyed by its fields (generated keys carry the instant), and the
+    options send it to :func:`driver_write` (a partition-local index, the size estimate within
+    ``pyhudi.write.small.batch.bytes``). The partition-path check takes these rows' paths, and the
+    driver write the rows: one collect for both. None, having built nothing, for any other batch."""
+    limit = cfg.get(C.SMALL_BATCH_BYTES)
+    if spec.auto_keys or operation not in ("upsert", "insert", "delete") or local_index(cfg, operation) is None \
+            or limit <= 0 or not fits_driver(data):
+        return None
+    frame = prepared(data, spec, merge_spec=merge_spec_of(cfg, ordering_field), ordering_field=ordering_field,
+                     operation=operation, instant=None)
+
+    def small(planned: DataFrame) -> bool:  # the keyed rows' estimate exceeds the input's (is_small)
+        size = estimated_bytes(planned)
+        return size is not None and size <= limit
+
+    return collect_local(frame, fits=small)
+
+
 def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteContext,
                  index: str) -> list[dict] | None:
-    """A partition-local write with one Spark job: the prepared records collected as Arrow, then
-    tagged, sized and written on the driver. Returns None, having written nothing, where the
-    two-job path would (a partition past one task's records, a pending clustering's partition)."""
+    """A partition-local write with at most one Spark job: the prepared records on the driver as
+    Arrow (collected by the check before the instant, :attr:`WriteState.collected`, or now), then
+    tagged, sized and written there. Returns None, having written nothing, where the two-job path
+    would (a partition past one task's records, a pending clustering's partition)."""
     started = time.monotonic()
-    keyed = collect_arrow(prepare(state, data, operation, combine_in_spark=False))
-    counts = counts_of(keyed.column(PARTITION_PATH).combine_chunks())
+    keyed = state.collected
+    if keyed is None:
+        frame = prepare(state, data, operation, combine_in_spark=False)
+        keyed = collect_local(frame)
+        if keyed is None:
+            keyed = collect_arrow(frame)
+    counts = counts_of(keyed.column(PARTITION_PATH))
     if not writes_locally(state, counts):
         return None
     started = state.phase("collect", started)  # the phase name tells the commit took this path

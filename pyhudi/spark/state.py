@@ -31,6 +31,19 @@ from pyhudi.timeline.timeline import commit_action_for
 from pyhudi.write.plan import WriteContext
 
 
+def global_index(cfg: HudiConfig) -> bool:
+    """Whether the options' index matches keys across partitions."""
+    index_type = cfg.get(C.INDEX_TYPE)
+    return bool(index_type.startswith("GLOBAL_") or index_type == "RECORD_INDEX")
+
+
+def merge_spec_of(cfg: HudiConfig, ordering_field: str | None) -> MergeSpec:
+    """How a write's records merge: the payload class, the ordering field(s) and the delete
+    field/marker of the options."""
+    return MergeSpec.of(ordering_field, cfg.get(C.PAYLOAD_CLASS), delete_field=cfg.get(C.PAYLOAD_DELETE_FIELD),
+                        delete_marker=cfg.get(C.PAYLOAD_DELETE_MARKER))
+
+
 @dataclass
 class WriteState:
     """The table, options and instant of one write, and the state its steps collect."""
@@ -46,6 +59,10 @@ class WriteState:
     #: the input's rows per partition path, counted by the partition-path check before the instant
     #: (:func:`~pyhudi.spark.keygen.check_partitions`); None where no check counted them
     input_counts: dict[str, int] | None = None
+    #: the prepared rows (:func:`pyhudi.spark.prepare.prepared`) of a small local batch, collected
+    #: by the check before the instant (:func:`pyhudi.spark.small_write.collect_prepared`); the
+    #: driver write takes them instead of collecting again. None where no check collected them
+    collected: pa.Table | None = None
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase, and a few sizes
     index_stats: IndexStats | None = None  # how the index found stored records, for the commit
     _cached: list[DataFrame] = field(default_factory=list)  # unpersisted when the write ends
@@ -53,8 +70,7 @@ class WriteState:
     @property
     def is_global(self) -> bool:
         """Whether the index matches keys across partitions (de-duplication then ignores the partition)."""
-        index_type = self.cfg.get(C.INDEX_TYPE)
-        return index_type.startswith("GLOBAL_") or index_type == "RECORD_INDEX"
+        return global_index(self.cfg)
 
     @property
     def is_mor(self) -> bool:
@@ -66,11 +82,9 @@ class WriteState:
         return commit_action_for(self.table.table_type)
 
     def merge_spec(self) -> MergeSpec:
-        """How this write's records merge: the payload class, the ordering field(s) and the delete
-        field/marker of the options (built once, shipped to the executors in :meth:`context`)."""
-        return MergeSpec.of(self.ordering_field, self.cfg.get(C.PAYLOAD_CLASS),
-                            delete_field=self.cfg.get(C.PAYLOAD_DELETE_FIELD),
-                            delete_marker=self.cfg.get(C.PAYLOAD_DELETE_MARKER))
+        """How this write's records merge (:func:`merge_spec_of`; shipped to the executors in
+        :meth:`context`)."""
+        return merge_spec_of(self.cfg, self.ordering_field)
 
     def phase(self, name: str, started: float) -> float:
         """Record the seconds since ``started`` as phase ``name``; the time now, to start the next."""

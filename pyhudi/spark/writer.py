@@ -24,11 +24,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from pyhudi import config as C
 from pyhudi.actions.rollback import rollback_failed_writes
@@ -50,6 +51,7 @@ from pyhudi.spark.pipeline import Pipeline
 from pyhudi.spark.post_commit import catalog_sync, register_services
 from pyhudi.spark.record_index_job import builder as record_index_builder
 from pyhudi.spark.record_index_job import keeps_record_index
+from pyhudi.spark.small_write import collect_prepared
 from pyhudi.spark.storage_conf import table_storage
 from pyhudi.spark.write_options import (
     PREPPED_COLUMNS,
@@ -75,6 +77,7 @@ from pyhudi.write import schema as schema_evolution
 from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.replace import DELETE_PARTITION, check_delete_partitions, requested_replace, resolve_partitions
 from pyhudi.write.result import WriteResult, summarize
+from pyhudi.write.rows import counts_of
 
 log = logging.getLogger("pyhudi")
 #: the compaction strategy that plans every file slice with log files (Hudi's choice before an upgrade)
@@ -150,10 +153,14 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     spec = check_features(request)
     # a prepped write is keyed by these meta columns, and finds its records by the file names it carries
     stored = (*PREPPED_COLUMNS, FILE_NAME) if request.prepped else ()
-    data = df.drop(*[c for c in df.columns if c in META_FIELDS and c not in stored])
-    ordering, input_counts = check_input(request, spec, data)
+    dropped = [c for c in df.columns if c in META_FIELDS and c not in stored]
+    data = df.drop(*dropped) if dropped else df
+    checking = time.monotonic()
+    ordering, input_counts, collected = check_input(request, spec, data)
+    check_s = round(time.monotonic() - checking, 3)
     # (a DML statement's delete flag and a prepped row's stored key are no table data)
-    target = target_schema(request, data.drop(IS_DELETE, GENERATE_KEY, *stored))
+    target = target_schema(request, T.StructType([f for f in data.schema.fields
+                                                  if f.name not in (IS_DELETE, GENERATE_KEY, *stored)]))
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
@@ -181,7 +188,7 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
                             extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete,
-                            input_counts=input_counts,
+                            input_counts=input_counts, collected=collected,
                             prepped=request.prepped and GENERATE_KEY not in df.columns)
         meta, phase = pipeline.run(data, operation=operation, replace=replace, schema_json=schema_json,
                                    commit=txn.commit)
@@ -196,6 +203,7 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
             raise HudiCommitError(f"write {instant} to {path} failed and was rolled back: {exc}") from exc
         raise
     stats = summarize(meta)
+    stats["check_s"] = check_s  # the input's checks before the instant (and a small batch's collect)
     stats.update(phase)
     stats["rolled_back_instants"] = rolled_back
     stats.update(txn.after_commit())
@@ -205,43 +213,60 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
                        meta.write_stats())
 
 
-def check_input(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> tuple[str | None, dict[str, int] | None]:
+def check_input(request: WriteRequest, spec: KeyGenSpec,
+                data: DataFrame) -> tuple[str | None, dict[str, int] | None, pa.Table | None]:
     """The input checked before the table or an instant exists, so a refusal leaves no trace: key
     fields present, the ordering field (returned, None when the data lacks an optional one),
-    partition paths valid. A prepped write's rows carry their stored key and partition path, which
-    are not generated: only an insert_prepped's stored paths (the user's) and a merge's new keys'
-    paths are checked.
+    keys and partition paths valid. A prepped write's rows carry their stored key and partition
+    path, which are not generated: only an insert_prepped's stored paths (the user's) and a merge's
+    new keys' paths are checked.
 
-    Also returned: the input's rows per partition path where the check counted them (free-form
-    string paths: one Spark job, or none for a small local relation,
-    :func:`~pyhudi.spark.keygen.check_partitions`), which the write plans with instead of counting
-    again; None otherwise."""
+    Also returned: the input's rows per partition path where the check has them (free-form string
+    paths counted by one Spark job, or on the driver for a small local relation,
+    :func:`~pyhudi.spark.keygen.check_partitions`; any paths of a collected batch), which the write
+    plans with instead of counting again, and the prepared rows of a small local batch bound for
+    the driver write (:func:`~pyhudi.spark.small_write.collect_prepared`: its keys and paths
+    computed once, before the instant, for the check and the write); None where there are none."""
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
         if request.operation == "insert":  # insert_prepped: the stored paths are the user's, not the table's
             check_stored_partitions(data, spec, request.table, partition_col=PARTITION_PATH)
-        return ordering_field(request.cfg, data, request.operation, request.table), None
+        return ordering_field(request.cfg, data, request.operation, request.table), None, None
     for f in spec.record_key_fields + spec.partition_fields:
         field_type(data.schema, f)  # HudiKeyError naming a missing field
     ordering = ordering_field(request.cfg, data, request.operation, request.table)
-    counts = None
+    counts = collected = None
+    if request.replace is None and (request.table is not None or request.operation != "delete"):
+        try:  # (a delete from no table has nothing to delete: target_schema says so)
+            collected = collect_prepared(request.cfg, spec, data, operation=request.operation,
+                                         ordering_field=ordering)
+        except Exception as exc:  # a key generator failing as the optimizer folds the batch carries pyhudi's marker
+            _raise_translated(exc)
+        if collected is not None:
+            counts = counts_of(collected.column(PARTITION_PATH))
     if request.replace != DELETE_PARTITION:
         try:
-            counts = check_partitions(data, spec, request.table)
+            counts = check_partitions(data, spec, request.table, counts=counts)
         except Exception as exc:  # a key generator failing inside the Spark job carries pyhudi's marker
-            translated = translate(exc)
-            if translated is None:
-                raise
-            raise translated from None
-    return ordering, counts
+            _raise_translated(exc)
+    return ordering, counts, collected
 
 
-def target_schema(request: WriteRequest, data: DataFrame) -> pa.Schema | None:
-    """The table schema after this write (without meta columns), the schema evolution allowed;
-    None: a delete on a table without a schema, which has nothing to delete."""
+def _raise_translated(exc: Exception) -> NoReturn:
+    """Raise the pyhudi error a Spark failure stands for (:func:`~pyhudi.spark.errors.translate`),
+    or ``exc`` itself."""
+    translated = translate(exc)
+    if translated is None:
+        raise exc
+    raise translated from None
+
+
+def target_schema(request: WriteRequest, incoming: T.StructType) -> pa.Schema | None:
+    """The table schema after a write of ``incoming`` columns (without meta columns), the schema
+    evolution allowed; None: a delete on a table without a schema, which has nothing to delete."""
     cfg, table, operation = request.cfg, request.table, request.operation
-    incoming_arrow = arrow_schema(data.schema)
+    incoming_arrow = arrow_schema(incoming)
     current = table.arrow_schema() if table is not None else None
     if operation in ("delete", "delete_partition"):
         if current is None:
