@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 _SEPARATOR = "\n"
 
@@ -31,3 +31,18 @@ def select_exprs(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     if seq is None:
         return df.selectExpr(*exprs)
     return DataFrame(df._jdf.selectExpr(seq), df.sparkSession)
+
+
+def column_seqs(df: DataFrame, columns: dict[str, Column]) -> tuple[Any, Any]:
+    """The names and expressions of ``df.withColumns(columns)`` as the JVM takes them (Scala
+    sequences), to be kept and handed to :func:`with_columns` for other frames of the same columns:
+    the names travel in one round trip, the expressions one each, as PySpark sends them."""
+    names = string_seq(df.sparkSession, list(columns))
+    if names is None:  # a name PySpark must send itself
+        names = df._jseq(list(columns))  # type: ignore[attr-defined,operator,unused-ignore]
+    return names, df._jcols(*columns.values())  # type: ignore[attr-defined,operator,unused-ignore]
+
+
+def with_columns(df: DataFrame, seqs: tuple[Any, Any]) -> DataFrame:
+    """``df.withColumns`` of the columns :func:`column_seqs` made (PySpark's own call, in one round trip)."""
+    return DataFrame(df._jdf.withColumns(*seqs), df.sparkSession)

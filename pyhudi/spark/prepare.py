@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from typing import Any
 from weakref import WeakKeyDictionary
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from pyhudi.config.table import (
 from pyhudi.io.avro_schema import IS_DELETED_FIELD, PARTITION_PATH, RECORD_KEY
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.payloads import DEBEZIUM_OP_FIELD, DMS_OP_FIELD, MergeSpec, precombine
+from pyhudi.spark.jvm import column_seqs, with_columns
 from pyhudi.spark.keygen import key_columns, required_ordering, session_zone, with_stored_keys
 from pyhudi.spark.routing import coalesced, spark_parallelism
 from pyhudi.spark.state import WriteState
@@ -75,21 +77,22 @@ def prepared(data: DataFrame, spec: KeyGenSpec, *, merge_spec: MergeSpec, orderi
         return data.withColumns(_added_columns(data, spec, merge_spec, ordering_field, operation, instant))
     built = _BUILT.setdefault(data.sparkSession, OrderedDict())
     shape = (data.schema.json(), session_zone(data), spec, merge_spec, ordering_field, operation)
-    columns = built.pop(shape, None)
-    if columns is None:
-        columns = _added_columns(data, spec, merge_spec, ordering_field, operation, instant)
-    built[shape] = columns
+    seqs = built.pop(shape, None)
+    if seqs is None:
+        seqs = column_seqs(data, _added_columns(data, spec, merge_spec, ordering_field, operation, instant))
+    built[shape] = seqs
     while len(built) > _BUILT_SHAPES:
         built.popitem(last=False)
-    return data.withColumns(columns)
+    return with_columns(data, seqs)
 
 
 #: per session, the columns :func:`prepared` added to inputs of a schema, session time zone, key
-#: generator, merge and operation, the most recently used last: building them is some 40 py4j
-#: calls of 0.3-0.8 ms (20-30 ms of a 2,880-row commit), and a stream or a loop of small commits
-#: writes the same shape each time. Spark columns are unresolved expressions, which any plan of
-#: the same columns can take; a session no longer used takes its columns with it
-_BUILT: WeakKeyDictionary[SparkSession, OrderedDict[tuple, dict[str, Column]]] = WeakKeyDictionary()
+#: generator, merge and operation, as the JVM takes them (:func:`~pyhudi.spark.jvm.column_seqs`),
+#: the most recently used last: building them is some 50 py4j calls of 0.3-0.8 ms (20-30 ms of a
+#: 2,880-row commit), and a stream or a loop of small commits writes the same shape each time.
+#: Spark columns are unresolved expressions, which any plan of the same columns can take; a
+#: session no longer used takes its columns with it
+_BUILT: WeakKeyDictionary[SparkSession, OrderedDict[tuple, tuple[Any, Any]]] = WeakKeyDictionary()
 _BUILT_SHAPES = 16
 
 
