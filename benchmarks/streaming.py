@@ -8,6 +8,7 @@ sink's asynchronous compaction every 5 delta commits):
 - the sink's write time per micro-batch (``pyhudi.write`` inside ``foreachBatch``) and Spark's
   trigger time per batch (reading the file too), median and p90 over the batches after the first two;
 - the same stream written by plain Spark's parquet file sink (append only: no keys, no updates), the floor;
+  both sinks write ``--codec`` parquet (default snappy, Spark's default; Hudi's is gzip);
 - the table read back as a stream from the earliest commit: rows/s of ``CommitStream`` (any
   PySpark) and of ``spark.readStream.format("hudi")`` (PySpark 4), against Spark's parquet file
   source reading the stream's input files, every column of each batch materialized; then the
@@ -42,10 +43,14 @@ DRONES = 200
 NEW, UPDATES = 8000, 2000
 
 
+#: the parquet codec of both sinks (``--codec``): the same bytes on both sides
+CODEC = {"codec": "snappy"}
+
+
 def options(table_type: str) -> dict[str, str]:
     return {"hoodie.table.name": "drones", "hoodie.datasource.write.recordkey.field": "key",
             "hoodie.datasource.write.partitionpath.field": "day", "hoodie.datasource.write.precombine.field": "ts",
-            "hoodie.datasource.write.table.type": table_type}
+            "hoodie.datasource.write.table.type": table_type, "hoodie.parquet.compression.codec": CODEC["codec"]}
 
 
 def write_inputs(directory: Path, batches: int) -> pa.Schema:
@@ -100,7 +105,7 @@ def plain_run(spark: Any, work: Path, inputs: Path, schema: pa.Schema) -> None:
 
     stream = spark.readStream.schema(from_arrow_schema(schema)).option("maxFilesPerTrigger", 1).parquet(str(inputs))
     query = (stream.writeStream.format("parquet").option("path", str(work / "plain"))
-             .option("checkpointLocation", str(work / "chk-plain")).start())
+             .option("compression", CODEC["codec"]).option("checkpointLocation", str(work / "chk-plain")).start())
     query.processAllAvailable()
     query.stop()
     print(f"  {'plain Spark':<14} parquet sink (append): trigger {spread(trigger_ms(query))}")
@@ -162,7 +167,10 @@ def plain_source(spark: Any, work: Path, inputs: Path, schema: pa.Schema) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=12)
+    parser.add_argument("--codec", default="snappy", help="parquet codec of both sinks (Hudi's default is gzip, "
+                                                          "Spark's snappy)")
     args = parser.parse_args()
+    CODEC["codec"] = args.codec
     logging.basicConfig(level=logging.WARNING)
     spark = pyhudi.spark_session()
     if hasattr(spark, "dataSource"):
@@ -172,7 +180,7 @@ def main() -> None:
         inputs = work / "in"
         schema = write_inputs(inputs, args.batches)
         print(f"PySpark {spark.version}; {args.batches} micro-batches of {NEW + UPDATES:,} rows "
-              f"({NEW:,} new, {UPDATES:,} updates) into a table of {1440 * DRONES:,} rows")
+              f"({NEW:,} new, {UPDATES:,} updates) into a table of {1440 * DRONES:,} rows; {args.codec} parquet")
         print("Micro-batch latency")
         plain_run(spark, work, inputs, schema)
         tables = {t: sink_run(spark, work, inputs, schema, t) for t in ("COPY_ON_WRITE", "MERGE_ON_READ")}

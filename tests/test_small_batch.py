@@ -263,7 +263,8 @@ def test_a_local_batch_comes_to_the_driver_as_toarrow_gives_it(spark, extra, job
 
     frame = spark.sql(_VALUES).selectExpr("*", "s AS `odd name`", *([f"{extra} AS extra"] if extra else []))
     got: list = []
-    assert spark_jobs_of(spark, f"pyhudi-collect-local-{jobs}-{extra}", lambda: got.append(collect_local(frame))) == jobs
+    group = f"pyhudi-collect-local-{jobs}-{extra}"
+    assert spark_jobs_of(spark, group, lambda: got.append(collect_local(frame))) == jobs
     expected = collect_arrow(frame)
     assert got[0].schema == expected.schema
     if extra:  # (a date past year 9999 has no Python value either: compared as days)
@@ -316,3 +317,25 @@ def test_keys_built_for_one_write_are_not_reused_for_another_shape(spark, tmp_pa
     assert [r["_hoodie_record_key"] for r in hudi_rs_rows(by_key)] == ["b"]
     with pytest.raises(pyhudi.HudiKeyError, match="record key field 'key' is null or empty"):
         pyhudi.write(frame(["c", None]), by_key, PARTITIONED)
+
+
+def test_a_small_batch_read_from_files_is_collected_once_before_the_instant(spark, tmp_path):
+    """A small batch that is no local relation (a micro-batch read from files) into a table
+    partitioned by a free-form string: the input check collects its keyed rows by one Spark job,
+    counts and checks their paths, and the write takes them, so the write runs that one job; the
+    check counting its own way (as the two-job path does) runs more, and the table is the same."""
+    import pyhudi
+
+    source = str(tmp_path / "batch")
+    batch(spark, range(20, 60), 2, "b", 3).write.parquet(source)
+    jobs = {}
+    for limit in ("67108864", "0"):
+        path = str(tmp_path / limit)
+        pyhudi.write(batch(spark, range(40), 1, "a", 3), path, PARTITIONED)
+        files = spark.read.parquet(source)
+        options = {**PARTITIONED, "pyhudi.write.small.batch.bytes": limit}
+        jobs[limit] = spark_jobs_of(spark, f"pyhudi-file-batch-{limit}",
+                                    lambda path=path, files=files, options=options: pyhudi.write(files, path, options))
+        assert [(r["key"], r["part"], r["v"]) for r in rows(path)] == [
+            (f"k{k:04d}", f"p{k % 3}", f"{'a' if k < 20 else 'b'}{k}") for k in range(60)]
+    assert jobs["67108864"] == 1 < jobs["0"], jobs

@@ -9,12 +9,13 @@ the driver, as one task does in an executor. Files and commit metadata are those
 path; only the write token differs (``0-0-0``: the driver is no Spark task, and it writes each
 file once).
 
-A small local relation (a pandas frame made with Arrow, :func:`~pyhudi.spark.local_batch.fits_driver`)
-keyed by its fields is keyed and collected by the input check, before the instant
+A small batch keyed by its fields is keyed and collected by the input check, before the instant
 (:func:`collect_prepared`): its partition paths are checked on those rows and the write takes
-them. Where its columns are plain values and timestamps, that collect and so the whole commit
-run no Spark job. Any other small batch (a streaming micro-batch read from files) is collected
-once the instant exists, by one job (``toArrow``), or by none when it is a local relation.
+them, so the check counts nothing by a Spark job of its own. A small local relation (a pandas
+frame made with Arrow, :func:`~pyhudi.spark.local_batch.fits_driver`) of plain columns and
+timestamps is collected without a Spark job, and such a commit runs none; any other batch (a
+streaming micro-batch read from files) by one (``toArrow``). A batch with generated keys is
+collected once the instant exists.
 
 Whether a batch is small is decided without a Spark job, from the size Spark's optimizer estimates
 for the input plan (the figure its broadcast-join threshold uses): known for local data and file
@@ -62,19 +63,25 @@ def is_small(cfg: HudiConfig, data: DataFrame) -> bool:
 
 def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, operation: str,
                      ordering_field: str | None) -> pa.Table | None:
-    """The prepared rows (:func:`~pyhudi.spark.prepare.prepared`) of a batch that the write will
-    take to the driver, collected before the instant, without a Spark job where its columns are
-    plain values (:func:`~pyhudi.spark.local_batch.collect_local`): ``data`` is a local relation
-    small enough for the driver, keyed by its fields (generated keys carry the instant), and the
-    options send it to :func:`driver_write` (a partition-local index, the size estimate within
-    ``pyhudi.write.small.batch.bytes``). The partition-path check takes these rows' paths, and the
-    driver write the rows: one collect for both. None, having built nothing, for any other batch."""
+    """The prepared rows (:func:`~pyhudi.spark.prepare.prepared`) of a batch the write will take to
+    the driver (:func:`driver_write`: an upsert, insert or delete with a partition-local index, the
+    size estimate within ``pyhudi.write.small.batch.bytes``, keys made of its fields: generated
+    keys carry the instant), collected before the instant: a small local relation without a Spark
+    job where its columns are plain values (:func:`~pyhudi.spark.local_batch.collect_local`), any
+    other batch by one (``toArrow``). The partition-path check takes these rows' paths, and the
+    driver write the rows: one collect for both, where the check would count the paths by a job of
+    its own. None, having run nothing, for any other batch."""
     limit = cfg.get(C.SMALL_BATCH_BYTES)
     if spec.auto_keys or operation not in ("upsert", "insert", "delete") or local_index(cfg, operation) is None \
-            or limit <= 0 or not fits_driver(data):
+            or limit <= 0:
+        return None
+    local = fits_driver(data)
+    if not local and not is_small(cfg, data):
         return None
     frame = prepared(data, spec, merge_spec=merge_spec_of(cfg, ordering_field), ordering_field=ordering_field,
                      operation=operation, instant=None)
+    if not local:
+        return collect_arrow(frame)
 
     def small(planned: DataFrame) -> bool:  # the keyed rows' estimate exceeds the input's (is_small)
         size = estimated_bytes(planned)
