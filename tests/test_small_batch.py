@@ -339,3 +339,22 @@ def test_a_small_batch_read_from_files_is_collected_once_before_the_instant(spar
         assert [(r["key"], r["part"], r["v"]) for r in rows(path)] == [
             (f"k{k:04d}", f"p{k % 3}", f"{'a' if k < 20 else 'b'}{k}") for k in range(60)]
     assert jobs["67108864"] == 1 < jobs["0"], jobs
+
+
+def test_a_small_batch_that_cannot_be_read_is_refused_before_anything_is_written(spark, tmp_path):
+    """The input check reads a small batch read from files before the instant: a file gone since
+    the batch was planned fails that read, which is a HudiCommitError saying nothing was written,
+    and the table is as it was."""
+    import shutil
+
+    import pyhudi
+
+    source, path = tmp_path / "batch", tmp_path / "t"
+    batch(spark, range(20, 60), 2, "b", 3).write.parquet(str(source))
+    pyhudi.write(batch(spark, range(40), 1, "a", 3), str(path), PARTITIONED)
+    before = snapshot(path)
+    files = spark.read.parquet(str(source))
+    shutil.rmtree(source)
+    with pytest.raises(pyhudi.HudiCommitError, match="nothing was written"):
+        pyhudi.write(files, str(path), PARTITIONED)
+    assert snapshot(path) == before

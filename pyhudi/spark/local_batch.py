@@ -5,8 +5,8 @@ SQL ``VALUES`` are local relations: their rows live in the driver's JVM. Spark's
 projection of one into a new local relation (``ConvertToLocalRelation``, evaluating the
 expressions row by row on the driver), and ``collect`` of that runs no Spark job, where a count,
 a shuffle or ``toArrow`` each start one (0.02-0.3 s on a warm local session, most of a small
-commit). The write of a small batch (:mod:`pyhudi.spark.small_write`) and the partition-path
-check (:func:`pyhudi.spark.keygen.check_partitions`) take their rows this way.
+commit). The write of a small local batch (:mod:`pyhudi.spark.small_write`) and the
+partition-path check (:func:`pyhudi.spark.keygen.check_partitions`) take their rows this way.
 
 Rows come back as Python values and are put into columns with pyarrow, which is exact for plain
 values (strings, integers, floating point, booleans, binary, dates, decimals); timestamps come as

@@ -8,8 +8,8 @@ a partition-local write (:mod:`pyhudi.spark.local_write`) runs two, and at most 
 is small enough to write on the driver (:mod:`pyhudi.spark.small_write`,
 ``pyhudi.write.small.batch.bytes``). Where the partition-path check before the instant already
 counted the input's rows per path (:attr:`WriteState.input_counts`), the first of those jobs is
-not run; where it collected a small local batch's prepared rows (:attr:`WriteState.collected`),
-the driver write takes them.
+not run; where it collected a small batch's prepared rows (:attr:`WriteState.collected`), the
+driver write takes them.
 
 The steps live in modules named after what they own: :mod:`pyhudi.spark.prepare` (keys and
 de-duplication), :mod:`pyhudi.spark.tagging` (index lookups), :mod:`pyhudi.spark.sizing` (small
@@ -117,6 +117,7 @@ class Pipeline(WriteState):
                 result["index"] = self.index_stats.to_dict()
             return meta, result
         finally:
+            self.collected = None  # rows a path other than the driver write left
             for df in self._cached:
                 df.unpersist()
 

@@ -72,22 +72,22 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
     driver write the rows: one collect for both, where the check would count the paths by a job of
     its own. None, having run nothing, for any other batch."""
     limit = cfg.get(C.SMALL_BATCH_BYTES)
-    if spec.auto_keys or operation not in ("upsert", "insert", "delete") or local_index(cfg, operation) is None \
-            or limit <= 0:
+    if spec.auto_keys or local_index(cfg, operation) is None or limit <= 0:
         return None
     local = fits_driver(data)
     if not local and not is_small(cfg, data):
         return None
     frame = prepared(data, spec, merge_spec=merge_spec_of(cfg, ordering_field), ordering_field=ordering_field,
                      operation=operation, instant=None)
-    if not local:
-        return collect_arrow(frame)
 
     def small(planned: DataFrame) -> bool:  # the keyed rows' estimate exceeds the input's (is_small)
         size = estimated_bytes(planned)
         return size is not None and size <= limit
 
-    return collect_local(frame, fits=small)
+    collected = collect_local(frame, fits=small) if local else None
+    if collected is None and (not local or is_small(cfg, data)):  # (a local relation the optimizer keeps)
+        collected = collect_arrow(frame)
+    return collected
 
 
 def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteContext,
@@ -97,12 +97,14 @@ def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteC
     tagged, sized and written there. Returns None, having written nothing, where the two-job path
     would (a partition past one task's records, a pending clustering's partition)."""
     started = time.monotonic()
-    keyed = state.collected
+    keyed, state.collected = state.collected, None
     if keyed is None:
         frame = prepare(state, data, operation, combine_in_spark=False)
         keyed = collect_local(frame)
         if keyed is None:
             keyed = collect_arrow(frame)
+    else:  # collected by the check before the instant
+        started -= state.collected_s
     counts = counts_of(keyed.column(PARTITION_PATH))
     if not writes_locally(state, counts):
         return None

@@ -59,10 +59,12 @@ class WriteState:
     #: the input's rows per partition path, counted by the partition-path check before the instant
     #: (:func:`~pyhudi.spark.keygen.check_partitions`); None where no check counted them
     input_counts: dict[str, int] | None = None
-    #: the prepared rows (:func:`pyhudi.spark.prepare.prepared`) of a small local batch, collected
-    #: by the check before the instant (:func:`pyhudi.spark.small_write.collect_prepared`); the
-    #: driver write takes them instead of collecting again. None where no check collected them
+    #: the prepared rows (:func:`pyhudi.spark.prepare.prepared`) of a small batch, collected by
+    #: the check before the instant (:func:`pyhudi.spark.small_write.collect_prepared`); the driver
+    #: write takes them (and lets go of them) instead of collecting again. None where no check
+    #: collected them
     collected: pa.Table | None = None
+    collected_s: float = 0.0  # the seconds of that check: the driver write's collect phase
     phases: dict[str, float] = field(default_factory=dict)  # seconds per phase, and a few sizes
     index_stats: IndexStats | None = None  # how the index found stored records, for the commit
     _cached: list[DataFrame] = field(default_factory=list)  # unpersisted when the write ends

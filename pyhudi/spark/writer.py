@@ -155,12 +155,15 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     stored = (*PREPPED_COLUMNS, FILE_NAME) if request.prepped else ()
     dropped = [c for c in df.columns if c in META_FIELDS and c not in stored]
     data = df.drop(*dropped) if dropped else df
+    # refusals that read no row come first (a DML statement's delete flag and a prepped row's
+    # stored key are no table data)
+    target = target_schema(request, T.StructType([f for f in data.schema.fields
+                                                  if f.name not in (IS_DELETE, GENERATE_KEY, *stored)]))
+    if request.table is not None:
+        refuse_unfinished_restore(request.table)
     checking = time.monotonic()
     ordering, input_counts, collected = check_input(request, spec, data)
     check_s = round(time.monotonic() - checking, 3)
-    # (a DML statement's delete flag and a prepped row's stored key are no table data)
-    target = target_schema(request, T.StructType([f for f in data.schema.fields
-                                                  if f.name not in (IS_DELETE, GENERATE_KEY, *stored)]))
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
     cfg = request.cfg
@@ -188,8 +191,9 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
                             extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete,
-                            input_counts=input_counts, collected=collected,
+                            input_counts=input_counts, collected=collected, collected_s=check_s,
                             prepped=request.prepped and GENERATE_KEY not in df.columns)
+        collected = None  # (the pipeline lets go of the rows once written)
         meta, phase = pipeline.run(data, operation=operation, replace=replace, schema_json=schema_json,
                                    commit=txn.commit)
     except BaseException as exc:
@@ -224,9 +228,11 @@ def check_input(request: WriteRequest, spec: KeyGenSpec,
     Also returned: the input's rows per partition path where the check has them (free-form string
     paths counted by one Spark job, or on the driver for a small local relation,
     :func:`~pyhudi.spark.keygen.check_partitions`; any paths of a collected batch), which the write
-    plans with instead of counting again, and the prepared rows of a small local batch bound for
-    the driver write (:func:`~pyhudi.spark.small_write.collect_prepared`: its keys and paths
-    computed once, before the instant, for the check and the write); None where there are none."""
+    plans with instead of counting again, and the prepared rows of a small batch bound for the
+    driver write (:func:`~pyhudi.spark.small_write.collect_prepared`: its keys and paths computed
+    once, before the instant, for the check and the write); None where there are none. A failure
+    reading the batch is a :class:`~pyhudi.errors.HudiKeyError` where a key generator raised it,
+    else a :class:`~pyhudi.errors.HudiCommitError`: nothing was written."""
     if request.prepped:
         if GENERATE_KEY in data.columns:  # a merge's inserts are keyed like new rows: their partition paths too
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
@@ -241,8 +247,12 @@ def check_input(request: WriteRequest, spec: KeyGenSpec,
         try:  # (a delete from no table has nothing to delete: target_schema says so)
             collected = collect_prepared(request.cfg, spec, data, operation=request.operation,
                                          ordering_field=ordering)
-        except Exception as exc:  # a key generator failing as the optimizer folds the batch carries pyhudi's marker
-            _raise_translated(exc)
+        except Exception as exc:  # a key generator failing on a row carries pyhudi's marker
+            translated = translate(exc)
+            if translated is not None:
+                raise translated from None
+            raise HudiCommitError(f"reading the batch failed before the write began; nothing was written: "
+                                  f"{exc}") from exc
         if collected is not None:
             counts = counts_of(collected.column(PARTITION_PATH))
     if request.replace != DELETE_PARTITION:
@@ -283,18 +293,22 @@ def target_schema(request: WriteRequest, incoming: T.StructType) -> pa.Schema | 
 
 def open_table(path: Storage, request: WriteRequest, spec: KeyGenSpec, target: pa.Schema) -> tuple[HudiTable, str]:
     """The table to write (created with the write's properties when there is none) and the Avro
-    schema the commit records; refused while a restore is unfinished."""
+    schema the commit records."""
     cfg, table = request.cfg, request.table
     table_name = cfg.get(C.TABLE_NAME) if table is None else table.name
     schema_json = table_avro_schema(target, table_name)
     if table is None:
         table = HudiTable.create(path, new_table_properties(cfg, spec, schema_json))
         log.info("created table %s at %s", table_name, path.uri())
+    return table, schema_json
+
+
+def refuse_unfinished_restore(table: HudiTable) -> None:
+    """Refuse a write to ``table`` while a restore of it is unfinished."""
     unfinished = pending_restore(table)
     if unfinished is not None:
         raise HudiRestoreError(f"restore {unfinished[0]} to savepoint {unfinished[1]} is unfinished; finish it "
                                f"(`pyhudi restore --instant {unfinished[1]}`) before writing")
-    return table, schema_json
 
 
 def _abort_quietly(txn: WriteTransaction) -> None:
