@@ -157,12 +157,13 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     data = df.drop(*dropped) if dropped else df
     # refusals that read no row come first (a DML statement's delete flag and a prepped row's
     # stored key are no table data)
+    ordering = check_fields(request, spec, data)
     target = target_schema(request, T.StructType([f for f in data.schema.fields
                                                   if f.name not in (IS_DELETE, GENERATE_KEY, *stored)]))
     if request.table is not None:
         refuse_unfinished_restore(request.table)
     checking = time.monotonic()
-    ordering, input_counts, collected = check_input(request, spec, data)
+    input_counts, collected = check_rows(request, spec, data, ordering)
     check_s = round(time.monotonic() - checking, 3)
     if target is None:
         return WriteResult(None, operation, path, {"note": "table is empty; nothing to delete"})
@@ -217,15 +218,24 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
                        meta.write_stats())
 
 
-def check_input(request: WriteRequest, spec: KeyGenSpec,
-                data: DataFrame) -> tuple[str | None, dict[str, int] | None, pa.Table | None]:
-    """The input checked before the table or an instant exists, so a refusal leaves no trace: key
-    fields present, the ordering field (returned, None when the data lacks an optional one),
-    keys and partition paths valid. A prepped write's rows carry their stored key and partition
-    path, which are not generated: only an insert_prepped's stored paths (the user's) and a merge's
-    new keys' paths are checked.
+def check_fields(request: WriteRequest, spec: KeyGenSpec, data: DataFrame) -> str | None:
+    """The input's columns checked before the table or an instant exists: key fields present (a
+    prepped write's rows carry their stored keys instead), and the ordering field, returned (None
+    when the data lacks an optional one)."""
+    if not request.prepped:
+        for f in spec.record_key_fields + spec.partition_fields:
+            field_type(data.schema, f)  # HudiKeyError naming a missing field
+    return ordering_field(request.cfg, data, request.operation, request.table)
 
-    Also returned: the input's rows per partition path where the check has them (free-form string
+
+def check_rows(request: WriteRequest, spec: KeyGenSpec, data: DataFrame,
+               ordering: str | None) -> tuple[dict[str, int] | None, pa.Table | None]:
+    """The input's rows checked before the table or an instant exists, so a refusal leaves no
+    trace: keys and partition paths valid. A prepped write's rows carry their stored key and
+    partition path, which are not generated: only an insert_prepped's stored paths (the user's)
+    and a merge's new keys' paths are checked.
+
+    Returned: the input's rows per partition path where the check has them (free-form string
     paths counted by one Spark job, or on the driver for a small local relation,
     :func:`~pyhudi.spark.keygen.check_partitions`; any paths of a collected batch), which the write
     plans with instead of counting again, and the prepared rows of a small batch bound for the
@@ -238,10 +248,7 @@ def check_input(request: WriteRequest, spec: KeyGenSpec,
             check_partitions(data.where(F.col(GENERATE_KEY)), spec, request.table)
         if request.operation == "insert":  # insert_prepped: the stored paths are the user's, not the table's
             check_stored_partitions(data, spec, request.table, partition_col=PARTITION_PATH)
-        return ordering_field(request.cfg, data, request.operation, request.table), None, None
-    for f in spec.record_key_fields + spec.partition_fields:
-        field_type(data.schema, f)  # HudiKeyError naming a missing field
-    ordering = ordering_field(request.cfg, data, request.operation, request.table)
+        return None, None
     counts = collected = None
     if request.replace is None and (request.table is not None or request.operation != "delete"):
         try:  # (a delete from no table has nothing to delete: target_schema says so)
@@ -260,7 +267,7 @@ def check_input(request: WriteRequest, spec: KeyGenSpec,
             counts = check_partitions(data, spec, request.table, counts=counts)
         except Exception as exc:  # a key generator failing inside the Spark job carries pyhudi's marker
             _raise_translated(exc)
-    return ordering, counts, collected
+    return counts, collected
 
 
 def _raise_translated(exc: Exception) -> NoReturn:
