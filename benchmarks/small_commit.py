@@ -10,8 +10,8 @@ tenth minute, ``drones`` x 144 rows of 12 columns) into a table of four days par
 
 * pyhudi: a small local relation's rows, keyed, collected on the driver without a Spark job,
   once for the partition-path check and the write (the default);
-* pyhudi with local relations collected by Spark jobs (``local_batch.LOCAL_ROWS`` at 0): the
-  check's count per path, then ``toArrow`` of the keyed rows;
+* pyhudi with the keyed rows collected by a Spark job (``local_batch.LOCAL_ROWS`` at 0: ``toArrow``),
+  as a batch that is no local relation is;
 * delta-rs: a merge on key and the literal day, from the same pandas frame.
 
 The clock runs from the pandas frame (``spark.createDataFrame`` inside it for pyhudi; the default
@@ -57,7 +57,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="pyhudi-small-commit-"))
     loaded = workload.rows(0, 4, args.drones)
     default_rows = local_batch.LOCAL_ROWS
-    ways = {"pyhudi": default_rows, "pyhudi, local relation by Spark jobs": 0}
+    ways = {"pyhudi": default_rows, "pyhudi, collected by a Spark job": 0}
     for name in ways:
         pyhudi.write(workload.pandas_frame(spark, loaded), str(work / name),
                      {**OPTIONS, "hoodie.datasource.write.operation": "bulk_insert"})
