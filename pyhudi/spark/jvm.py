@@ -25,6 +25,11 @@ def string_seq(spark: SparkSession, values: Sequence[str]) -> Any | None:
     return jvm.PythonUtils.toSeq(util.Collections.list(util.StringTokenizer(_SEPARATOR.join(values), _SEPARATOR)))
 
 
+def quoted(name: str) -> str:
+    """``name`` as a column name in a SQL expression (backticks, doubled inside)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def select_exprs(df: DataFrame, exprs: Sequence[str]) -> DataFrame:
     """``df.selectExpr(*exprs)`` in one round trip."""
     seq = string_seq(df.sparkSession, exprs)

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from pyhudi.spark.compat import arrow_schema, collect_arrow
-from pyhudi.spark.jvm import select_exprs
+from pyhudi.spark.jvm import quoted, select_exprs
 
 #: the most rows of a one-column local relation collected on the driver, a row of ``n`` columns
 #: weighing ``1 + n / 10`` (:func:`fits_driver`): the optimizer evaluates a projection and
@@ -99,9 +99,5 @@ def _as_plain(df: DataFrame) -> DataFrame | None:
         return None
     if not any(isinstance(f.dataType, T.TimestampType) for f in fields):
         return df
-    return select_exprs(df, [f"unix_micros({_quoted(f.name)}) AS {_quoted(f.name)}"
-                             if isinstance(f.dataType, T.TimestampType) else _quoted(f.name) for f in fields])
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return select_exprs(df, [f"unix_micros({quoted(f.name)}) AS {quoted(f.name)}"
+                             if isinstance(f.dataType, T.TimestampType) else quoted(f.name) for f in fields])

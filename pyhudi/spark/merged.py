@@ -36,7 +36,7 @@ from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
 from pyhudi.read.skipping import ColumnRange, Predicate, columns_of, may_match
 from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
-from pyhudi.spark.jvm import select_exprs
+from pyhudi.spark.jvm import quoted, select_exprs
 from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
 
@@ -178,10 +178,6 @@ def _log_side(spark: SparkSession, storage: Storage, slices: list[SliceToRead], 
     return map_in_arrow(spread(spark, len(pieces)), body, from_arrow_schema(out)).localCheckpoint(eager=False)
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _same_row(base: DataFrame) -> Column:
     """The join condition of base rows (aliased ``b``) and log-side rows: the same position in a
     file of the same size, and of the same file id where base rows carry their file name.
@@ -212,21 +208,21 @@ def join_logs(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpe
     has_record = f"coalesce({LOG_RECORD}, false)"
     alive = f"{LOG_RECORD} IS NULL OR NOT {LOG_DELETED}"  # a log delete removes the base record ...
     if order is not None:  # ... unless the base record's ordering value is larger than the delete's
-        alive += f" OR coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)"
+        alive += f" OR coalesce(b.{quoted(order)} > {LOG_DELETE_ORDER}, false)"
     take_base = f"(({alive}) AND NOT {has_record})"
     if order is not None and spec.keep_larger_ordering:
-        stored, logged = f"b.{_q(order)}", _q(LOG_PREFIX + order)
+        stored, logged = f"b.{quoted(order)}", quoted(LOG_PREFIX + order)
         take_base = f"(({alive}) AND (NOT {has_record} OR ({stored} IS NOT NULL AND ({logged} IS NULL OR " \
                     f"{stored} > {logged}))))"
     return select_exprs(joined.where(f"{take_base} OR {has_record}"), [
-        f"CASE WHEN {take_base} THEN b.{_q(n)} ELSE {_q(LOG_PREFIX + n)} END AS {_q(n)}" for n in names])
+        f"CASE WHEN {take_base} THEN b.{quoted(n)} ELSE {quoted(LOG_PREFIX + n)} END AS {quoted(n)}" for n in names])
 
 
 def new_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """The log records of keys the base files do not hold, with the record columns unprefixed."""
     return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND {LOG_BASE_ROW} IS NULL "
                                    f"AND NOT {LOG_PAYLOAD_DELETE}"),
-                        [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+                        [f"{quoted(LOG_PREFIX + n)} AS {quoted(n)}" for n in names])
 
 
 def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
@@ -243,16 +239,16 @@ def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: Mer
     right = F.broadcast(logs) if broadcast else logs
     removed = _same_row(base)  # a log record or delete for the key removes the base record ...
     if order is not None:  # ... but a delete with a real ordering value spares one with a larger value
-        removed = removed & F.expr(f"{LOG_RECORD} OR NOT coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)")
+        removed = removed & F.expr(f"{LOG_RECORD} OR NOT coalesce(b.{quoted(order)} > {LOG_DELETE_ORDER}, false)")
     # an anti join: Spark emits the rows without a match as they are, joining no columns to them
-    return select_exprs(base.alias("b").join(right, removed, "left_anti"), [f"b.{_q(n)}" for n in names])
+    return select_exprs(base.alias("b").join(right, removed, "left_anti"), [f"b.{quoted(n)}" for n in names])
 
 
 def log_records(logs: DataFrame, names: list[str]) -> DataFrame:
     """Every surviving log record, unprefixed: with ``OverwriteWithLatestAvroPayload`` each one is
     in the result, over the base record of its key if there is one."""
     return select_exprs(logs.where(f"coalesce({LOG_RECORD}, false) AND NOT {LOG_PAYLOAD_DELETE}"),
-                        [f"{_q(LOG_PREFIX + n)} AS {_q(n)}" for n in names])
+                        [f"{quoted(LOG_PREFIX + n)} AS {quoted(n)}" for n in names])
 
 
 def filters_reach_base_files(spec: MergeSpec) -> bool:
@@ -284,11 +280,12 @@ def join_logs_arrow(base: DataFrame, logs: DataFrame, names: list[str], spec: Me
     joined = base.alias("b").join(right, _same_row(base), "left")
     beaten = f"coalesce({LOG_DELETED}, false)"
     if order is not None:
-        beaten += f" AND NOT coalesce(b.{_q(order)} > {LOG_DELETE_ORDER}, false)"
-    joined = select_exprs(joined, [f"b.{_q(n)} AS {_q(n)}" for n in names] + [_q(LOG_PREFIX + n) for n in names]
+        beaten += f" AND NOT coalesce(b.{quoted(order)} > {LOG_DELETE_ORDER}, false)"
+    joined = select_exprs(joined, [f"b.{quoted(n)} AS {quoted(n)}" for n in names]
+                          + [quoted(LOG_PREFIX + n) for n in names]
                           + [f"coalesce({LOG_RECORD}, false) AS {LOG_RECORD}", f"{beaten} AS {LOG_DELETED}",
                              f"coalesce({LOG_PAYLOAD_DELETE}, false) AS {LOG_PAYLOAD_DELETE}"])
-    out_type = base.select(*[F.col(_q(n)) for n in names]).schema
+    out_type = base.select(*[F.col(quoted(n)) for n in names]).schema
     prefixed = [LOG_PREFIX + n for n in names]
 
     def body(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -425,7 +422,7 @@ def log_record_ranges(logs: DataFrame, out_schema: T.StructType, columns: list[s
         return found
     aggs = []
     for c in cols:
-        p = F.col(_q(LOG_PREFIX + c))
+        p = F.col(quoted(LOG_PREFIX + c))
         aggs += [F.min(p), F.max(p), F.count(p)]
     rows = logs.where(F.coalesce(F.col(LOG_RECORD), F.lit(False))).groupBy(LOG_FILE_ID) \
         .agg(F.count(F.lit(1)), *aggs).collect()
