@@ -250,12 +250,13 @@ _VALUES = """SELECT * FROM VALUES
     AS t(s, l, i, sh, b, d, f, bo, bin, dt, dec, ts)"""
 
 
-@pytest.mark.parametrize(("extra", "jobs"), [(None, 0), ("named_struct('x', l)", 1), ("make_date(10000, 1, 1)", 1)],
-                         ids=["plain", "nested", "date-past-python"])
+@pytest.mark.parametrize(("extra", "jobs"), [(None, 0), ("named_struct('x', l)", 1), ("make_date(10000, 1, 1)", 0),
+                                            ("timestamp_ntz'1969-12-31 23:59:59.5'", 0)],
+                         ids=["plain", "nested", "date-past-python", "timestamp-ntz"])
 def test_a_local_batch_comes_to_the_driver_as_toarrow_gives_it(spark, extra, jobs):
-    """collect_local's table equals toArrow's, value for value and type for type; plain columns and
-    timestamps come without a Spark job, a nested column or a date Python cannot hold through
-    toArrow's job."""
+    """collect_local's table equals toArrow's, value for value and type for type; plain columns,
+    timestamps with or without time zone and dates Python cannot hold come without a Spark job, a
+    nested column through toArrow's job."""
     import pyarrow as pa
 
     from pyhudi.spark.compat import collect_arrow
@@ -358,3 +359,34 @@ def test_a_small_batch_that_cannot_be_read_is_refused_before_anything_is_written
     with pytest.raises(pyhudi.HudiCommitError, match="nothing was written"):
         pyhudi.write(files, str(path), PARTITIONED)
     assert snapshot(path) == before
+
+
+def test_a_merged_base_file_keeps_the_encodings_of_the_file_it_rewrites(spark, tmp_path):
+    """The merge handle writes the new base file with the old one's column encodings (read from
+    its footer): the same choice sampling the rows makes, a dictionary for the repeated part and
+    DELTA_BYTE_ARRAY for the unique keys; with the dictionary switched off, none."""
+    import pyarrow.parquet as pq
+
+    import pyhudi
+
+    def encodings(path):
+        group = pq.read_metadata(path).row_group(0)
+        return {group.column(i).path_in_schema: set(group.column(i).encodings) for i in range(group.num_columns)}
+
+    path = str(tmp_path / "t")
+    opts = {"hoodie.table.name": "enc", "hoodie.datasource.write.recordkey.field": "key",
+            "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part",
+            "hoodie.cleaner.commits.retained": "5"}
+    pyhudi.write(batch(spark, range(200), 1, "a", 1), path, {**opts, "hoodie.datasource.write.operation": "insert"})
+    pyhudi.write(batch(spark, range(0, 200, 3), 2, "b", 1), path, opts)
+    first, merged = sorted((tmp_path / "t" / "p0").glob("*.parquet"), key=lambda p: p.name.rsplit("_", 1)[1])
+    before, after = encodings(first), encodings(merged)
+    assert after == before
+    assert "DELTA_BYTE_ARRAY" in after["_hoodie_record_key"] and "RLE_DICTIONARY" in after["part"]
+    pyhudi.write(batch(spark, range(0, 200, 5), 3, "c", 1), path,
+                 {**opts, "hoodie.parquet.dictionary.enabled": "false"})
+    newest = max((tmp_path / "t" / "p0").glob("*.parquet"), key=lambda p: p.name.rsplit("_", 1)[1])
+    assert not any(enc & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} for enc in encodings(newest).values())
+    assert "DELTA_BYTE_ARRAY" in encodings(newest)["_hoodie_record_key"]
+    assert sorted(r["v"] for r in hudi_rs_rows(path)) == sorted(
+        f"c{k}" if k % 5 == 0 else f"b{k}" if k % 3 == 0 else f"a{k}" for k in range(200))

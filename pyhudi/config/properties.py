@@ -14,11 +14,13 @@ protocol (:func:`update_table_config`), and writers finish an interrupted one un
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from pyhudi.config import support
 from pyhudi.config.support import (  # noqa: F401 -- keys and limits of hoodie.properties, named here too
@@ -105,6 +107,8 @@ def _escape(text: str, *, is_key: bool) -> str:
 
 
 def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     out = []
     i = 0
     while i < len(text):
@@ -379,13 +383,22 @@ def _read_checked(storage: Storage, rel: str) -> tuple[dict[str, str] | None, by
 
 
 def _checked(data: bytes) -> tuple[dict[str, str] | None, str]:
+    """(properties, "") when ``data`` is a usable table config, else (None, what is wrong); a
+    commit reads the same ``hoodie.properties`` (data table's and metadata table's) a dozen times,
+    so the last few contents are parsed once."""
+    props, problem = _checked_text(data)
+    return (None if props is None else dict(props)), problem
+
+
+@functools.lru_cache(maxsize=16)
+def _checked_text(data: bytes) -> tuple[Mapping[str, str] | None, str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None, "is not a text file"
     props = parse_properties(text)
     problem = config_problem(props)
-    return (None, problem) if problem else (props, "")
+    return (None, problem) if problem else (MappingProxyType(props), "")
 
 
 def table_config_of(storage: Storage, data: bytes) -> TableConfig | None:

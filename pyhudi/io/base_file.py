@@ -137,8 +137,7 @@ def column_encodings(schema: pa.Schema, sample: pa.Table | None, *,
         return bool(valid) and pc.count_distinct(column, mode="only_valid").as_py() > HIGH_CARDINALITY * valid
 
     for f in schema:
-        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type) or pa.types.is_binary(f.type) \
-                or pa.types.is_large_binary(f.type):
+        if _bytes(f.type):
             if f.name in UNIQUE_META_COLUMNS or near_unique(f.name):
                 delta[f.name] = "DELTA_BYTE_ARRAY"
         elif (pa.types.is_floating(f.type) or pa.types.is_integer(f.type)) and near_unique(f.name):
@@ -147,14 +146,44 @@ def column_encodings(schema: pa.Schema, sample: pa.Table | None, *,
     return with_dictionary, delta
 
 
+#: which columns are written with a dictionary, and which strings ``DELTA_BYTE_ARRAY``
+Encodings = tuple[list[str], dict[str, str]]
+_DICTIONARY_PAGES = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
+
+
+def stored_encodings(metadata: pq.FileMetaData, schema: pa.Schema) -> Encodings | None:
+    """The encodings a parquet file's first row group chose for ``schema``'s columns, for a file
+    rewritten with its rows merged (:func:`column_encodings` would choose them again from a sample
+    of the same rows); None where the file holds no row group or its flat columns differ from
+    ``schema``'s."""
+    if metadata.num_row_groups == 0:
+        return None
+    group = metadata.row_group(0)
+    stored = {group.column(i).path_in_schema: set(group.column(i).encodings) for i in range(group.num_columns)}
+    if set(stored) != set(schema.names):
+        return None
+    delta = {f.name: "DELTA_BYTE_ARRAY" for f in schema if "DELTA_BYTE_ARRAY" in stored[f.name] and _bytes(f.type)}
+    return [f.name for f in schema if stored[f.name] & _DICTIONARY_PAGES and f.name not in delta], delta
+
+
+def _bytes(kind: pa.DataType) -> bool:
+    """Whether parquet stores ``kind`` as byte arrays (which DELTA_BYTE_ARRAY encodes)."""
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
+                or pa.types.is_large_binary(kind))
+
+
 def open_parquet_writer(sink: pa.NativeFile, schema: pa.Schema, settings: ParquetSettings,
-                        sample: pa.Table | None) -> pq.ParquetWriter:
-    """A parquet writer with Hudi's codec level and encodings chosen from ``sample`` (the first rows).
+                        sample: pa.Table | None, *, encodings: Encodings | None = None) -> pq.ParquetWriter:
+    """A parquet writer with Hudi's codec level and encodings chosen from ``sample`` (the first rows),
+    or ``encodings`` as given (:func:`stored_encodings`).
 
     It writes the page index (column and offset indexes), as parquet-mr does for Hudi: with keys
     sorted in a file, a reader looking up one key reads the one page whose range holds it.
     """
-    with_dictionary, delta = column_encodings(schema, sample, dictionary=settings.dictionary)
+    if encodings is None:
+        with_dictionary, delta = column_encodings(schema, sample, dictionary=settings.dictionary)
+    else:
+        with_dictionary, delta = (encodings[0] if settings.dictionary else []), encodings[1]
     return pq.ParquetWriter(
         sink, schema, compression=settings.codec, use_dictionary=with_dictionary or False,
         column_encoding=delta or None, compression_level=HUDI_CODEC_LEVELS.get(settings.codec),
@@ -180,8 +209,11 @@ class BaseFileWriter:
     when it has them. Keys enter the filter in write order, which a dynamic filter depends on.
     """
 
-    def __init__(self, storage: Storage, rel_path: str, schema: pa.Schema, settings: ParquetSettings) -> None:
+    def __init__(self, storage: Storage, rel_path: str, schema: pa.Schema, settings: ParquetSettings, *,
+                 encodings: Encodings | None = None) -> None:
+        """``encodings``: the columns' encodings, where not chosen from the first rows written."""
         self.rel_path = rel_path
+        self._encodings = encodings
         self.settings = settings
         self._sink = storage.open_output(rel_path)
         self._schema = schema
@@ -194,7 +226,8 @@ class BaseFileWriter:
 
     def _open(self, sample: pa.Table | None) -> pq.ParquetWriter:
         if self._writer is None:
-            self._writer = open_parquet_writer(self._sink, self._schema, self.settings, sample)
+            self._writer = open_parquet_writer(self._sink, self._schema, self.settings, sample,
+                                               encodings=self._encodings)
         return self._writer
 
     @property
@@ -266,6 +299,16 @@ def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = 
         return pq.read_table(pa.BufferReader(storage.read_bytes(rel_path)))
     with storage.fs.open_input_file(storage.full(rel_path)) as f:
         return pq.read_table(f, columns=columns)
+
+
+def read_base_file_and_metadata(storage: Storage, rel_path: str) -> tuple[pa.Table, pq.FileMetaData]:
+    """A base file's rows and its parquet metadata, read as :func:`read_base_file` reads them."""
+    if not storage.is_local:
+        parquet = pq.ParquetFile(pa.BufferReader(storage.read_bytes(rel_path)))
+        return parquet.read(), parquet.metadata
+    with storage.fs.open_input_file(storage.full(rel_path)) as f:
+        parquet = pq.ParquetFile(f)
+        return parquet.read(), parquet.metadata
 
 
 def read_footer(storage: Storage, rel_path: str) -> dict[str, str]:

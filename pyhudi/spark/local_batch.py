@@ -8,23 +8,23 @@ a shuffle or ``toArrow`` each start one (0.02-0.3 s on a warm local session, mos
 commit). The write of a small local batch (:mod:`pyhudi.spark.small_write`) and the
 partition-path check (:func:`pyhudi.spark.keygen.check_partitions`) take their rows this way.
 
-Rows come back as Python values and are put into columns with pyarrow, which is exact for plain
-values (strings, integers, floating point, booleans, binary, dates, decimals); timestamps come as
-microseconds since the epoch (their Python values would carry the driver's local time zone). A
-batch with other columns (nested types, timestamps without time zone), or a value Python cannot
-hold (a date before year 1), is collected with ``toArrow``: one Spark job.
+Rows come back as tuples of Spark's internal values (:func:`~pyhudi.spark.compat.collect_values`:
+no ``Row`` objects) and are put into columns with pyarrow, which is exact for plain values
+(strings, integers, floating point, booleans, binary, decimals; dates as days and timestamps as
+microseconds since the epoch, with or without time zone, so that no Python ``date`` or
+``datetime`` is made). A batch with a nested column is collected with ``toArrow``: one Spark job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from pyhudi.spark.compat import arrow_schema, collect_arrow
-from pyhudi.spark.jvm import quoted, select_exprs
+from pyhudi.spark.compat import arrow_schema, collect_arrow, collect_values
 
 #: the most rows of a one-column local relation collected on the driver, a row of ``n`` columns
 #: weighing ``1 + n / 10`` (:func:`fits_driver`): the optimizer evaluates a projection and
@@ -33,9 +33,10 @@ from pyhudi.spark.jvm import quoted, select_exprs
 #: 0.2-0.3 s). Half the break-even with those jobs leaves a margin for slower drivers and wider values
 LOCAL_ROWS = 50_000
 
-#: column types whose Python values pyarrow turns back into the same Arrow values
+#: column types whose internal Python values (:func:`~pyhudi.spark.compat.collect_values`) pyarrow
+#: turns back into the same Arrow values (:func:`_array`)
 _PLAIN = (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType, T.DoubleType, T.FloatType,
-          T.BooleanType, T.BinaryType, T.DateType, T.DecimalType)
+          T.BooleanType, T.BinaryType, T.DateType, T.DecimalType, T.TimestampType, T.TimestampNTZType)
 
 
 def local_rows(df: DataFrame) -> int | None:
@@ -60,44 +61,35 @@ def folds(df: DataFrame) -> bool:
     return bool(df._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation")
 
 
-def collect_local(df: DataFrame, *, fits: Callable[[DataFrame], bool] | None = None) -> pa.Table | None:
+def collect_local(df: DataFrame, *, fits: Callable[[DataFrame], bool] | None = None,
+                  checked: bool = False) -> pa.Table | None:
     """Every row of ``df`` as an Arrow table typed as :func:`~pyhudi.spark.compat.arrow_schema`
     types them, when ``df`` is a projection of a local relation small enough for the driver
-    (:func:`fits_driver`) that the optimizer folds into one (no Spark job unless a column is not a
-    plain value); None, having run nothing, otherwise, or when ``fits`` (given the plan to be
-    collected, already optimized) says no.
+    (:func:`fits_driver`; ``checked``: the caller has asked that of the relation ``df`` projects)
+    that the optimizer folds into one (no Spark job unless a column is not a plain value); None,
+    having run nothing, otherwise, or when ``fits`` (given the plan to be collected, already
+    optimized) says no.
 
     The optimizer evaluates the projection while planning, once, so an expression that fails on a
     row (a key generator's ``raise_error``) raises here, as a Spark job would."""
-    if not fits_driver(df):
+    if not checked and not fits_driver(df):
         return None
-    plain = _as_plain(df)
-    planned = df if plain is None else plain
-    if not folds(planned) or (fits is not None and not fits(planned)):
+    if not folds(df) or (fits is not None and not fits(df)):
         return None
-    if plain is not None:
-        try:
-            values = plain.collect()
-        except (ValueError, OverflowError):  # a date Python cannot hold (before year 1, after 9999)
-            values = None
-        if values is not None:
-            schema = arrow_schema(df.schema)
-            columns = list(zip(*values)) if values else [()] * len(schema)
-            return pa.Table.from_arrays([pa.array(c, type=pa.int64()).cast(f.type) if pa.types.is_timestamp(f.type)
-                                         else pa.array(c, type=f.type) for c, f in zip(columns, schema)],
-                                        schema=schema)
-    return collect_arrow(df)
-
-
-def _as_plain(df: DataFrame) -> DataFrame | None:
-    """``df`` with its timestamps as microseconds since the epoch, so that every column comes to
-    Python as a plain value; None when a column cannot (nested types, timestamps without time
-    zone, columns whose names repeat)."""
     fields = df.schema.fields
-    if len({f.name for f in fields}) < len(fields) \
-            or not all(isinstance(f.dataType, (*_PLAIN, T.TimestampType)) for f in fields):
-        return None
-    if not any(isinstance(f.dataType, T.TimestampType) for f in fields):
-        return df
-    return select_exprs(df, [f"unix_micros({quoted(f.name)}) AS {quoted(f.name)}"
-                             if isinstance(f.dataType, T.TimestampType) else quoted(f.name) for f in fields])
+    if not all(isinstance(f.dataType, _PLAIN) for f in fields):
+        return collect_arrow(df)
+    values = collect_values(df)
+    schema = arrow_schema(df.schema)
+    columns = list(zip(*values)) if values else [()] * len(schema)
+    return pa.Table.from_arrays([_array(c, f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+def _array(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
+    """One column of Spark's internal values: dates as days and timestamps as microseconds since
+    the epoch, anything else as the Python value of its Arrow type."""
+    if pa.types.is_timestamp(kind):
+        return pa.array(values, type=pa.int64()).cast(kind)
+    if pa.types.is_date32(kind):
+        return pa.array(values, type=pa.int32()).cast(kind)
+    return pa.array(values, type=kind)

@@ -84,7 +84,7 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
         size = estimated_bytes(planned)
         return size is not None and size <= limit
 
-    collected = collect_local(frame, fits=small) if local else None
+    collected = collect_local(frame, fits=small, checked=True) if local else None
     if collected is None and (not local or is_small(cfg, data)):  # (a local relation the optimizer keeps)
         collected = collect_arrow(frame)
     return collected

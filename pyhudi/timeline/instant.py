@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -79,8 +80,11 @@ class Instant:
 _NAME = re.compile(r"^(\d{14,23})(?:_(\d{14,17}))?\.([a-z]+)(?:\.(requested|inflight))?$")
 
 
+@functools.lru_cache(maxsize=8192)
 def parse_instant_file(name: str) -> Instant | None:
-    """Parse a timeline file name (v6 or v8 form); None for anything else in the folder."""
+    """Parse a timeline file name (v6 or v8 form); None for anything else in the folder. Instants
+    are immutable, and a writer lists the same timeline files a dozen times a commit, so each name
+    is parsed once."""
     m = _NAME.match(name)
     if not m:
         return None

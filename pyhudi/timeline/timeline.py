@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from collections import OrderedDict
 from collections.abc import Iterable
+from operator import attrgetter
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
@@ -35,6 +36,8 @@ META_FOLDER = ".hoodie"
 DATA_ACTIONS = frozenset(WRITE_ACTIONS) | frozenset(COMPLETES_AS)
 
 
+#: the order of instant files: Instant's own (time, state, action), as a sort key
+_ORDER = attrgetter("timestamp", "state", "action")
 #: parsed commit metadata of recently read instant files (path, size, mtime) -> metadata
 _PARSED: OrderedDict[tuple[str, int, int], CommitMetadata] = OrderedDict()
 _PARSED_MAX = 64
@@ -64,6 +67,7 @@ class Timeline:
         self.utc = utc
         self.folder = META_FOLDER if layout_version < 2 else f"{META_FOLDER}/timeline"
         self._files: list[Instant] = []
+        self._latest: list[Instant] | None = None  # instants(), kept until the files change
         self._stamps: dict[Instant, tuple[int, int]] = {}
         self._clustering: dict[str, bool] = {}  # replacecommit time -> whether it is a clustering
         self._replace_ops: dict[str, str] = {}  # requested replacecommit time -> its operation (layout 2)
@@ -77,9 +81,16 @@ class Timeline:
             if instant is not None:
                 found.append(instant)
                 stamps[instant] = (info.size, info.mtime_ns)
-        self._files = sorted(found)
+        self._set_files(found)
         self._stamps = stamps
         return self
+
+    def _set_files(self, files: Iterable[Instant]) -> None:
+        """The instant files, sorted by time then state (by a key of their fields: comparing
+        dataclasses runs Python for every comparison, and a commit sorts its timelines often),
+        forgetting what was derived from the old ones."""
+        self._files = sorted(files, key=_ORDER)
+        self._latest = None
 
     # -- queries -----------------------------------------------------------------------------
     def mtime_ns(self, instant: Instant) -> int | None:
@@ -98,6 +109,8 @@ class Timeline:
         A savepoint shares its time with the commit it saves; the two are separate instants, and
         the commit comes first.
         """
+        if self._latest is not None:
+            return list(self._latest)
         latest: dict[tuple[str, str], Instant] = {}
         for inst in self._files:
             key = (inst.timestamp, family(inst.action))
@@ -105,7 +118,8 @@ class Timeline:
             if cur is None or inst.state > cur.state or (
                     inst.state == cur.state and inst.action in COMPLETES_AS.values()):
                 latest[key] = inst
-        return [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1] == SAVEPOINT, k[1]))]
+        self._latest = [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1] == SAVEPOINT, k[1]))]
+        return list(self._latest)
 
     def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
         wanted = set(actions) if actions is not None else None
@@ -281,7 +295,7 @@ class Timeline:
             self.storage.create_new(path, content)
         else:
             self.storage.write_bytes(path, content)
-        self._files = sorted({*self._files, instant})
+        self._set_files({*self._files, instant})
         return instant
 
     def create_requested(self, timestamp: str, action: str, content: bytes = b"") -> Instant:
@@ -310,7 +324,7 @@ class Timeline:
             content = commit_avro.encode(commit_avro.decode(content, source=self.path_of(instant)), replace=False)
         self.storage.write_bytes(self.path_of(inflight), content)
         self.storage.discard(self.path_of(instant))
-        self._files = sorted({*(i for i in self._files if i != instant), inflight})
+        self._set_files({*(i for i in self._files if i != instant), inflight})
 
     def delete_instant(self, timestamp: str, action: str | None = None) -> list[str]:
         """Remove every file of an instant (completed first, so it turns invisible at once).
@@ -326,7 +340,7 @@ class Timeline:
             path = self.path_of(inst)
             if self.storage.delete(path):
                 removed.append(path)
-        self._files = [i for i in self._files if not doomed(i)]
+        self._set_files(i for i in self._files if not doomed(i))
         return removed
 
 

@@ -143,8 +143,9 @@ class FileSystemLockProvider(BuiltInProvider):
             self._break_if_abandoned()
             return False
         fcntl.flock(fd, fcntl.LOCK_EX)  # a waiter probing the new, still empty file lets go at once
+        # not synced: the writers this lock serves share the machine's page cache, and a lock file
+        # left empty by a power cut is broken after ten seconds (_abandoned)
         os.write(fd, self._info())
-        os.fsync(fd)
         self._fd = fd
         return True
 

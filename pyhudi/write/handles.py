@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from pyhudi.config.properties import write_partition_metadata
 from pyhudi.io.avro_schema import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from pyhudi.io.base_file import BaseFileWriter, align, read_base_file
+from pyhudi.io.base_file import BaseFileWriter, Encodings, align, read_base_file_and_metadata, stored_encodings
 from pyhudi.io.file_names import base_file_name, file_id, relative_path
 from pyhudi.io.keys import first_of_runs, keys_ascending
 from pyhudi.read.payloads import DELETE, KEEP_STORED, TAKE_INCOMING, MergeSpec, merge_stored, precombine
@@ -38,12 +38,12 @@ from pyhudi.write.task import TaskInfo, current_task
 
 
 def open_base_file(storage: Storage, ctx: WriteContext, schema: pa.Schema, partition: str, name: str,
-          io_type: str) -> BaseFileWriter:
+                   io_type: str, *, encodings: Encodings | None = None) -> BaseFileWriter:
     rel = relative_path(partition, name)
     if io_type != MERGE:  # a merge rewrites a base file, so its partition was set up when that was written
         write_partition_metadata(storage, partition, ctx.instant_time)
     create_marker(storage, ctx.instant_time, rel, io_type)
-    return BaseFileWriter(storage, rel, schema, ctx.settings)
+    return BaseFileWriter(storage, rel, schema, ctx.settings, encodings=encodings)
 
 
 def create_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket: WriteBucket,
@@ -69,7 +69,10 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     """Rewrite a file group's base file with ``rows`` merged in (updates, deletes, inserts)."""
     started = time.monotonic()
     assert bucket.base_file is not None
-    old = align(read_base_file(storage, bucket.base_file), schema, source=f"base file {bucket.base_file}")
+    stored, metadata = read_base_file_and_metadata(storage, bucket.base_file)
+    old = align(stored, schema, source=f"base file {bucket.base_file}")
+    # the new file keeps the old one's encodings, which sampling its rows would choose again
+    encodings = stored_encodings(metadata, schema) if stored.schema.names == schema.names else None
     n_old = old.num_rows
     inc_keys = rows.column(RECORD_KEY).cast(pa.string())
     is_delete = rows.column(IS_DELETE).combine_chunks()
@@ -117,7 +120,7 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
         combined = combined.set_column(combined.schema.get_field_index(COMMIT_SEQNO), COMMIT_SEQNO, seq)
     combined = combined.set_column(combined.schema.get_field_index(FILE_NAME), FILE_NAME,
                                    pa.repeat(pa.scalar(name, pa.string()), len(order)))
-    writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, MERGE)
+    writer = open_base_file(storage, ctx, schema, bucket.partition_path, name, MERGE, encodings=encodings)
     writer.write(combined)
     written = writer.close()
     stats = stats_row_of(bucket.partition_path, bucket.file_id_prefix, written, prev_commit=bucket.prev_commit,

@@ -25,8 +25,10 @@ def marker_folder(instant: str) -> str:
 
 
 def create_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
-    """``data_file`` is relative to the base path (partition/name)."""
-    storage.write_bytes(marker_path(instant, data_file, io_type), b"")
+    """``data_file`` is relative to the base path (partition/name). A marker is an empty file, so it
+    is created in place (:meth:`~pyhudi.storage.Storage.touch`), as Hudi creates it: no temporary
+    file, rename or sync, which a file with content needs to appear whole."""
+    storage.touch(marker_path(instant, data_file, io_type))
 
 
 def delete_marker(storage: Storage, instant: str, data_file: str, io_type: str) -> None:
