@@ -125,6 +125,22 @@ def test_lock_held_from_another_host_expires_only_with_the_expiry_option(tmp_pat
         assert "elsewhere" not in lock_file.read_text()
 
 
+@pytest.mark.parametrize("content", [b"", b"\0" * 64, b'{"lockCreateTime": "17'], ids=["empty", "zeroed", "torn"])
+def test_a_lock_file_a_power_cut_left_unreadable_is_broken_after_ten_seconds(tmp_path, content):
+    """The lock file's content is not synced: after a power cut it may be empty, zeroed or torn.
+    Nobody holds its flock, and no writer writes such content, so it is broken once ten seconds
+    old, without the expiry option; a younger one may be a creator that has not written yet."""
+    lock_file = tmp_path / ".hoodie" / "lock"
+    lock_file.parent.mkdir()
+    lock_file.write_bytes(content)
+    with pytest.raises(HudiLockError):
+        TableLock(str(tmp_path), HudiConfig(FAST_LOCK)).acquire()
+    old = time.time() - 11
+    os.utime(lock_file, (old, old))
+    with TableLock(str(tmp_path), HudiConfig(FAST_LOCK)).held():
+        assert json.loads(lock_file.read_text())["owner"] == "pyhudi"
+
+
 def test_lock_providers_by_hudi_class_name_and_custom(tmp_path):
     pre = "org.apache.hudi.client.transaction.lock."
     lock = TableLock(str(tmp_path), HudiConfig({"hoodie.write.lock.provider": pre + "InProcessLockProvider"}))

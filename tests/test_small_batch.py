@@ -361,32 +361,43 @@ def test_a_small_batch_that_cannot_be_read_is_refused_before_anything_is_written
     assert snapshot(path) == before
 
 
-def test_a_merged_base_file_keeps_the_encodings_of_the_file_it_rewrites(spark, tmp_path):
+def test_a_merged_base_file_keeps_the_encodings_of_the_file_it_rewrites(spark, tmp_path, monkeypatch):
     """The merge handle writes the new base file with the old one's column encodings (read from
-    its footer): the same choice sampling the rows makes, a dictionary for the repeated part and
-    DELTA_BYTE_ARRAY for the unique keys; with the dictionary switched off, none."""
+    its footer, no sample taken): a dictionary for the repeated partition, DELTA_BYTE_ARRAY for the
+    unique keys. With the dictionary switched off the merged file has none, and switched on again
+    the next merge samples and has one again."""
     import pyarrow.parquet as pq
 
     import pyhudi
+    from pyhudi.io import base_file
 
     def encodings(path):
         group = pq.read_metadata(path).row_group(0)
         return {group.column(i).path_in_schema: set(group.column(i).encodings) for i in range(group.num_columns)}
 
+    def newest():
+        return max((tmp_path / "t" / "p0").glob("*.parquet"), key=lambda p: p.name.rsplit("_", 1)[1])
+
+    sampled = []
+    real = base_file.column_encodings
+    monkeypatch.setattr(base_file, "column_encodings", lambda *a, **k: sampled.append(1) or real(*a, **k))
     path = str(tmp_path / "t")
     opts = {"hoodie.table.name": "enc", "hoodie.datasource.write.recordkey.field": "key",
             "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "part",
             "hoodie.cleaner.commits.retained": "5"}
-    pyhudi.write(batch(spark, range(200), 1, "a", 1), path, {**opts, "hoodie.datasource.write.operation": "insert"})
-    pyhudi.write(batch(spark, range(0, 200, 3), 2, "b", 1), path, opts)
-    first, merged = sorted((tmp_path / "t" / "p0").glob("*.parquet"), key=lambda p: p.name.rsplit("_", 1)[1])
-    before, after = encodings(first), encodings(merged)
-    assert after == before
-    assert "DELTA_BYTE_ARRAY" in after["_hoodie_record_key"] and "RLE_DICTIONARY" in after["part"]
-    pyhudi.write(batch(spark, range(0, 200, 5), 3, "c", 1), path,
+    rows = 9000  # past the 8,192 rows sampled: a file of fewer is sampled again when merged
+    pyhudi.write(batch(spark, range(rows), 1, "a", 1), path, {**opts, "hoodie.datasource.write.operation": "insert"})
+    first, taken = newest(), len(sampled)
+    pyhudi.write(batch(spark, range(0, rows, 3), 2, "b", 1), path, opts)
+    assert len(sampled) == taken and newest() != first
+    assert encodings(newest()) == encodings(first)
+    assert "DELTA_BYTE_ARRAY" in encodings(first)["_hoodie_record_key"] and "RLE_DICTIONARY" in encodings(first)["part"]
+    pyhudi.write(batch(spark, range(0, rows, 5), 3, "c", 1), path,
                  {**opts, "hoodie.parquet.dictionary.enabled": "false"})
-    newest = max((tmp_path / "t" / "p0").glob("*.parquet"), key=lambda p: p.name.rsplit("_", 1)[1])
-    assert not any(enc & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} for enc in encodings(newest).values())
-    assert "DELTA_BYTE_ARRAY" in encodings(newest)["_hoodie_record_key"]
-    assert sorted(r["v"] for r in hudi_rs_rows(path)) == sorted(
-        f"c{k}" if k % 5 == 0 else f"b{k}" if k % 3 == 0 else f"a{k}" for k in range(200))
+    assert not any(enc & {"RLE_DICTIONARY", "PLAIN_DICTIONARY"} for enc in encodings(newest()).values())
+    assert "DELTA_BYTE_ARRAY" in encodings(newest())["_hoodie_record_key"]
+    pyhudi.write(batch(spark, range(0, rows, 7), 4, "d", 1), path, opts)
+    assert "RLE_DICTIONARY" in encodings(newest())["part"]
+    expected = {k: f"d{k}" if k % 7 == 0 else f"c{k}" if k % 5 == 0 else f"b{k}" if k % 3 == 0 else f"a{k}"
+                for k in range(rows)}
+    assert {r["key"]: r["v"] for r in hudi_rs_rows(path)} == {f"k{k:04d}": v for k, v in expected.items()}

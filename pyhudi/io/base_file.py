@@ -151,19 +151,27 @@ Encodings = tuple[list[str], dict[str, str]]
 _DICTIONARY_PAGES = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
 
 
-def stored_encodings(metadata: pq.FileMetaData, schema: pa.Schema) -> Encodings | None:
-    """The encodings a parquet file's first row group chose for ``schema``'s columns, for a file
-    rewritten with its rows merged (:func:`column_encodings` would choose them again from a sample
-    of the same rows); None where the file holds no row group or its flat columns differ from
-    ``schema``'s."""
-    if metadata.num_row_groups == 0:
+def stored_encodings(metadata: pq.FileMetaData, schema: pa.Schema, *, dictionary: bool) -> Encodings | None:
+    """The encodings pyhudi chose for a base file's columns, read from its first row group, for the
+    file rewritten with rows merged in: :func:`column_encodings` would choose them again from a
+    sample of mostly the same rows. None, to sample afresh, where the choice may not fit: a file
+    another writer wrote (parquet-mr writes no DELTA_BYTE_ARRAY), a first row group smaller than
+    the sample (a file started by a few rows), columns other than ``schema``'s (nested ones, an
+    evolved schema), or no dictionary in the file where ``dictionary`` asks for one."""
+    if metadata.num_row_groups == 0 or not (metadata.created_by or "").startswith("parquet-cpp-arrow"):
         return None
     group = metadata.row_group(0)
+    if group.num_rows < _SAMPLE_ROWS:
+        return None
     stored = {group.column(i).path_in_schema: set(group.column(i).encodings) for i in range(group.num_columns)}
     if set(stored) != set(schema.names):
         return None
-    delta = {f.name: "DELTA_BYTE_ARRAY" for f in schema if "DELTA_BYTE_ARRAY" in stored[f.name] and _bytes(f.type)}
-    return [f.name for f in schema if stored[f.name] & _DICTIONARY_PAGES and f.name not in delta], delta
+    delta = {f.name: "DELTA_BYTE_ARRAY" for f in schema if _bytes(f.type) and (
+        "DELTA_BYTE_ARRAY" in stored[f.name] or f.name in UNIQUE_META_COLUMNS)}
+    with_dictionary = [f.name for f in schema if stored[f.name] & _DICTIONARY_PAGES and f.name not in delta]
+    if dictionary and not with_dictionary:
+        return None
+    return with_dictionary, delta
 
 
 def _bytes(kind: pa.DataType) -> bool:

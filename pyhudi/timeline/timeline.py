@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 from collections import OrderedDict
 from collections.abc import Iterable
-from operator import attrgetter
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
@@ -36,8 +35,9 @@ META_FOLDER = ".hoodie"
 DATA_ACTIONS = frozenset(WRITE_ACTIONS) | frozenset(COMPLETES_AS)
 
 
-#: the order of instant files: Instant's own (time, state, action), as a sort key
-_ORDER = attrgetter("timestamp", "state", "action")
+def _order(instant: Instant) -> tuple[str, int, str, str]:
+    """The order of instant files: Instant's own (time, state, action, completion time), as a sort key."""
+    return instant.timestamp, instant.state, instant.action, instant.completion_time or ""
 #: parsed commit metadata of recently read instant files (path, size, mtime) -> metadata
 _PARSED: OrderedDict[tuple[str, int, int], CommitMetadata] = OrderedDict()
 _PARSED_MAX = 64
@@ -89,7 +89,7 @@ class Timeline:
         """The instant files, sorted by time then state (by a key of their fields: comparing
         dataclasses runs Python for every comparison, and a commit sorts its timelines often),
         forgetting what was derived from the old ones."""
-        self._files = sorted(files, key=_ORDER)
+        self._files = sorted(files, key=_order)
         self._latest = None
 
     # -- queries -----------------------------------------------------------------------------

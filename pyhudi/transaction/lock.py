@@ -144,7 +144,7 @@ class FileSystemLockProvider(BuiltInProvider):
             return False
         fcntl.flock(fd, fcntl.LOCK_EX)  # a waiter probing the new, still empty file lets go at once
         # not synced: the writers this lock serves share the machine's page cache, and a lock file
-        # left empty by a power cut is broken after ten seconds (_abandoned)
+        # a power cut left empty or torn is broken after ten seconds (_abandoned)
         os.write(fd, self._info())
         self._fd = fd
         return True
@@ -157,8 +157,10 @@ class FileSystemLockProvider(BuiltInProvider):
             info = None
         if isinstance(info, dict) and info.get("owner") == "pyhudi":
             return True  # its holder would hold the flock while alive
-        if not content:
-            return age > 10.0  # a creator between creating and flocking it, or one that died there
+        if not content.strip(b"\0") or info is None:
+            # a creator between creating and flocking it, one that died there, or a file a power
+            # cut left empty, zeroed or torn (its content is not synced; Hudi's writers write JSON)
+            return age > 10.0
         return bool(self.expire_s) and age > self.expire_s
 
     def _break_if_abandoned(self) -> None:

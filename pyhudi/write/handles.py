@@ -71,8 +71,9 @@ def merge_handle(storage: Storage, ctx: WriteContext, schema: pa.Schema, bucket:
     assert bucket.base_file is not None
     stored, metadata = read_base_file_and_metadata(storage, bucket.base_file)
     old = align(stored, schema, source=f"base file {bucket.base_file}")
-    # the new file keeps the old one's encodings, which sampling its rows would choose again
-    encodings = stored_encodings(metadata, schema) if stored.schema.names == schema.names else None
+    # the new file keeps the old one's encodings where sampling its rows would choose them again
+    encodings = stored_encodings(metadata, schema, dictionary=ctx.settings.dictionary) \
+        if stored.schema.names == schema.names else None
     n_old = old.num_rows
     inc_keys = rows.column(RECORD_KEY).cast(pa.string())
     is_delete = rows.column(IS_DELETE).combine_chunks()
