@@ -6,12 +6,14 @@ is made of.
 One process, local[1] Spark, optimistic concurrency control, snappy parquet on both sides (as
 ``benchmarks/concurrent_writers.py`` writes): each commit upserts corrections of one day (every
 tenth minute, ``drones`` x 144 rows of 12 columns) into a table of four days partitioned by
-``day``, a free-form string. Three ways take turns, so the machine's load is shared:
+``day``, a free-form string. Four ways take turns, so the machine's load is shared:
 
 * pyhudi: a small local relation's rows, keyed, collected on the driver without a Spark job,
   once for the partition-path check and the write (the default);
 * pyhudi with the keyed rows collected by a Spark job (``local_batch.LOCAL_ROWS`` at 0: ``toArrow``),
   as a batch that is no local relation is;
+* pyhudi with ``hoodie.clean.async=true``: the clean Hudi runs after every commit (each commit
+  retires the day's oldest file slice) on a thread beside the write;
 * delta-rs: a merge on key and the literal day, from the same pandas frame.
 
 The clock runs from the pandas frame (``spark.createDataFrame`` inside it for pyhudi; the default
@@ -37,6 +39,8 @@ from concurrent_writers import OPTIONS  # noqa: E402  (the writers' options: OCC
 
 #: the default way's commits timed from the Spark DataFrame, as a pipeline that has one writes it
 FROM_FRAME = "pyhudi, the DataFrame made outside the clock"
+#: the default way with the clean on a thread beside the write (``hoodie.clean.async``)
+ASYNC_CLEAN = "pyhudi, hoodie.clean.async=true"
 PHASES = ("check_s", "collect_s", "write_s", "commit_s", "services_s", "total_s")
 
 
@@ -57,7 +61,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="pyhudi-small-commit-"))
     loaded = workload.rows(0, 4, args.drones)
     default_rows = local_batch.LOCAL_ROWS
-    ways = {"pyhudi": default_rows, "pyhudi, collected by a Spark job": 0}
+    ways = {"pyhudi": default_rows, "pyhudi, collected by a Spark job": 0, ASYNC_CLEAN: default_rows}
+    options = {name: {**OPTIONS, "hoodie.clean.async": "true"} if name == ASYNC_CLEAN else OPTIONS for name in ways}
     for name in ways:
         pyhudi.write(workload.pandas_frame(spark, loaded), str(work / name),
                      {**OPTIONS, "hoodie.datasource.write.operation": "bulk_insert"})
@@ -72,12 +77,12 @@ def main() -> None:
                 started = time.perf_counter()
                 frame = workload.pandas_frame(spark, batch)
                 made = time.perf_counter()
-                res = pyhudi.write(frame, str(work / name), OPTIONS)
+                res = pyhudi.write(frame, str(work / name), options[name])
             finally:
                 local_batch.LOCAL_ROWS = default_rows
             if n >= 2:
                 seconds[name].append(time.perf_counter() - started)
-                if limit:
+                if name == "pyhudi":
                     seconds[FROM_FRAME].append(time.perf_counter() - made)
                     for p in PHASES:
                         phases[p].append(res.stats.get(p, 0.0))

@@ -90,6 +90,65 @@ def test_keep_latest_commits_cleans_and_guards_old_instants(spark, tmp_path):
     assert sorted((r["key"], r["val"]) for r in fallback.collect()) == [("n1", 1), ("n2", 2)]
 
 
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+def test_an_async_clean_runs_while_the_write_writes_and_cleans_as_inline(spark, tmp_path, monkeypatch, table_type):
+    """hoodie.clean.async: each write's clean starts on a thread of its own once the write
+    requested its instant, before the write completes; the table ends with the same records as the
+    same writes cleaning inline, and the same file slices once cleaned once more."""
+    import threading
+
+    from pyhudi.spark import post_commit
+
+    seen = []
+    real = post_commit.clean
+
+    def watched(table, cfg, **kw):
+        pending = [i.timestamp for i in pyhudi.HudiTable(table.storage.base_path).timeline.pending_writes()]
+        seen.append((threading.current_thread().name, pending))
+        return real(table, cfg, **kw)
+
+    monkeypatch.setattr(post_commit, "clean", watched)
+    paths = {mode: str(tmp_path / mode) for mode in ("inline", "async")}
+    for mode, path in paths.items():
+        options = opts(table_type, **{"hoodie.clean.commits.retained": "2", "hoodie.clean.async": str(mode == "async"),
+                                      "hoodie.write.concurrency.mode": "optimistic_concurrency_control"})
+        history = daily(spark, path, 6, options)
+        assert history[-1][1] == snapshot(spark, path) == rs(path)
+        threads = [name for name, _pending in seen]
+        if mode == "async":  # the first write creates the table, and cleans after its commit
+            assert all(name.startswith("pyhudi-async-clean") for name in threads[1:]) and len(threads) == 6
+            assert all(pending == [instant] for (_n, pending), (instant, _s) in zip(seen[1:], history[1:]))
+        else:
+            assert not any(name.startswith("pyhudi-async-clean") for name in threads)
+            assert all(pending == [] for _n, pending in seen)
+        seen.clear()
+    def shape(path):
+        return sorted((g.partition_path, len(g.slices), len(g.slices[-1].log_files))
+                      for g in pyhudi.HudiTable(path).file_system_view().file_groups())
+
+    # a clean beside a write sees the table before that write's commit: it may keep a slice a clean
+    # after the commit would have removed, which the next clean removes
+    assert shape(paths["async"]) != shape(paths["inline"])
+    assert all(a[1] >= i[1] for a, i in zip(shape(paths["async"]), shape(paths["inline"])))
+    pyhudi.clean(paths["async"], {"hoodie.clean.commits.retained": "2"})
+    assert shape(paths["async"]) == shape(paths["inline"])
+    cleaned = {mode: len(pyhudi.HudiTable(path).timeline.completed([CLEAN])) for mode, path in paths.items()}
+    assert cleaned["async"] == cleaned["inline"] > 0  # (each async one a commit later, and the one more)
+    assert rs(paths["async"]) == rs(paths["inline"])
+
+
+def test_an_async_clean_needs_optimistic_concurrency_control(spark, tmp_path):
+    """A single writer holds the table lock throughout its write: no clean can run beside it, so
+    hoodie.clean.async=true is refused before the write starts, the table left as it was."""
+    path = str(tmp_path / "t")
+    write(spark, path, [("a", "p1", 1)], opts())
+    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
+    with pytest.raises(HudiConfigError, match="optimistic"):
+        write(spark, path, [("a", "p1", 2)], opts(**{"hoodie.clean.async": "true"}))
+    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir()) == before
+    assert rs(path) == [("a", 1)]
+
+
 def test_keep_latest_file_versions(spark, tmp_path):
     path = str(tmp_path / "t")
     options = opts(**{"hoodie.clean.policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie.cleaner.fileversions.retained": "2"})

@@ -118,8 +118,11 @@ CLEAN_AUTOMATIC = option(
     parse_bool)
 CLEAN_ASYNC = option(
     "hoodie.clean.async", False,
-    "Clean in a background service; pyhudi cleans inline after the commit and accepts false only.",
-    lambda v: _only_false("hoodie.clean.async", v))
+    "Clean on a background thread that starts when a write has requested its instant and runs while "
+    "it writes; the write waits for it after its commit, then archives (Hudi's async cleaner service). "
+    "Off: the clean runs after the commit. Only with hoodie.clean.automatic, and under optimistic "
+    "concurrency control (a single writer holds the table lock throughout its write).",
+    parse_bool, aliases=("hoodie.clean.async.enabled",))
 CLEAN_POLICY = option(
     "hoodie.clean.policy", "KEEP_LATEST_COMMITS",
     "KEEP_LATEST_COMMITS keeps every slice a query of the last hoodie.clean.commits.retained commits needs; "
@@ -293,9 +296,3 @@ def _clustering_filter(value: Any) -> str:
     if text == "DAY_ROLLING":
         raise ValueError("DAY_ROLLING is not supported; use NONE, RECENT_DAYS or SELECTED_PARTITIONS")
     return text
-
-
-def _only_false(key: str, value: Any) -> bool:
-    if parse_bool(value):
-        raise ValueError(f"{key}=true is not supported: pyhudi runs this service inline after the commit")
-    return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -25,6 +26,8 @@ from pyhudi import config as C
 from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
+from pyhudi.errors import HudiConfigError
+from pyhudi.plans.clean import CleanResult
 from pyhudi.services.archival import archive
 from pyhudi.services.clean import clean
 from pyhudi.spark.clustering_job import inline_clustering
@@ -36,15 +39,65 @@ from pyhudi.table.table import HudiTable
 log = logging.getLogger("pyhudi")
 
 
+class AsyncClean:
+    """``hoodie.clean.async``: the write's clean on a thread of its own, started once the write
+    requested its instant (:meth:`start`) so that it runs while the write writes, and waited for
+    after the commit (:meth:`results`), before archival: Hudi's async cleaner service, within one
+    write, under optimistic concurrency control (where the write holds the table lock only to start
+    and to commit).
+
+    The clean works on a table handle of its own and takes the table lock as an inline clean does,
+    so the write's commit and the clean's instant take turns. It removes only file slices older
+    than those the cleaning policy retains, never the latest slice a running write merges into."""
+
+    def __init__(self, table: HudiTable, cfg: HudiConfig) -> None:
+        self._table, self._cfg = table, cfg
+        self._pool: ThreadPoolExecutor | None = None
+        self._done: Future[list[CleanResult]] | None = None
+
+    def start(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pyhudi-async-clean")
+        self._done = self._pool.submit(clean, HudiTable(self._table.storage), self._cfg)
+
+    def results(self) -> list[CleanResult]:
+        """The clean's results once it finished (its error raised); the clean of now where it was
+        never started."""
+        if self._done is None:
+            return clean(self._table, self._cfg)
+        try:
+            return self._done.result()
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        """Let the clean finish (a write that failed waits for it too, so that no thread of it
+        outlives the write); its error, if any, is left to :meth:`results`."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
 def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable, cfg: HudiConfig, *,
-                      replace: str | None) -> None:
+                      replace: str | None) -> AsyncClean | None:
     """Add the write's post-commit services to ``point``: compaction (merge-on-read) and
-    clustering when inline, never after a replace operation; then clean and archival."""
+    clustering when inline, never after a replace operation; then clean and archival. Returns the
+    clean to start once the write requested its instant where it runs alongside the write
+    (``hoodie.clean.async``)."""
     if table.table_type == P.MERGE_ON_READ and not replace:
         point.add_hook(lambda _instant: inline_service("compaction", lambda: inline_compaction(spark, table, cfg)))
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
         point.add_hook(lambda _instant: inline_service("clustering", lambda: inline_clustering(spark, table, cfg)))
-    point.add_hook(lambda _instant: timed_table_services(table, cfg))
+    cleaning = None
+    if cfg.get(C.CLEAN_ASYNC) and cfg.get(C.CLEAN_AUTOMATIC):
+        if cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC:
+            raise HudiConfigError(
+                f"{C.CLEAN_ASYNC.key}=true cleans beside the write, which needs {C.WRITE_CONCURRENCY_MODE.key}="
+                f"{C.OCC}: a single writer holds the table lock from its start to its end, so a clean beside it "
+                f"could not take turns with it. Set optimistic concurrency control, or {C.CLEAN_ASYNC.key}=false "
+                "(the clean then runs after the commit)")
+        cleaning = AsyncClean(table, cfg)
+    point.add_hook(lambda _instant: timed_table_services(table, cfg, cleaning=cleaning))
+    return cleaning
 
 
 def inline_service(name: str, run: Callable[[], list[str]]) -> Mapping[str, Any]:
@@ -58,20 +111,22 @@ def inline_service(name: str, run: Callable[[], list[str]]) -> Mapping[str, Any]
     return {f"{name}s": done} if done else {}
 
 
-def timed_table_services(table: HudiTable, cfg: HudiConfig) -> Mapping[str, Any]:
-    """:func:`table_services` and the seconds they took (``services_s``)."""
+def timed_table_services(table: HudiTable, cfg: HudiConfig, *,
+                         cleaning: AsyncClean | None = None) -> Mapping[str, Any]:
+    """:func:`table_services` and the seconds they took (``services_s``: with an async clean, the
+    wait for it)."""
     started = time.monotonic()
-    out = table_services(table, cfg)
+    out = table_services(table, cfg, cleaning=cleaning)
     out["services_s"] = round(time.monotonic() - started, 3)
     return out
 
 
-def table_services(table: HudiTable, cfg: HudiConfig) -> dict[str, Any]:
-    """Hudi's post-commit services, in Hudi's order: clean, then archive."""
+def table_services(table: HudiTable, cfg: HudiConfig, *, cleaning: AsyncClean | None = None) -> dict[str, Any]:
+    """Hudi's post-commit services, in Hudi's order: clean (or the wait for ``cleaning``), then archive."""
     out: dict[str, Any] = {}
     try:
         if cfg.get(C.CLEAN_AUTOMATIC):
-            cleaned = clean(table, cfg)
+            cleaned = cleaning.results() if cleaning is not None else clean(table, cfg)
             if cleaned:
                 out["cleans"] = [c.instant for c in cleaned]
                 out["files_cleaned"] = sum(c.files_deleted for c in cleaned)

@@ -179,12 +179,16 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
         check_delete_partitions(patterns, list(to_delete), path)
     action = REPLACE_COMMIT if replace else commit_action_for(table.table_type)
     txn = WriteTransaction(table, cfg)
-    register_services(txn.point, df.sparkSession, table, cfg, replace=replace)
+    cleaning = register_services(txn.point, df.sparkSession, table, cfg, replace=replace)
     record_index = None
     if keeps_record_index(cfg):
         record_index = record_index_builder(df.sparkSession, table, cfg,
                                             MergeSpec.of(ordering, cfg.get(C.PAYLOAD_CLASS)))
     instant = txn.begin(action, requested_replace(replace) if replace else b"", record_index=record_index)
+    if cleaning is not None and request.table is not None:
+        # (a write that creates the table holds its lock throughout, and leaves nothing to clean:
+        # its clean runs after the commit)
+        cleaning.start()
     rolled_back = txn.rolled_back
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
@@ -199,6 +203,8 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
                                    commit=txn.commit)
     except BaseException as exc:
         _abort_quietly(txn)
+        if cleaning is not None:
+            cleaning.stop()
         translated = translate(exc)
         if translated is not None:
             raise translated from None
