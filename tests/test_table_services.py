@@ -97,22 +97,39 @@ def test_an_async_clean_runs_while_the_write_writes_and_cleans_as_inline(spark, 
     same writes cleaning inline, and the same file slices once cleaned once more."""
     import threading
 
+    from pyhudi.commit.transaction import WriteTransaction
     from pyhudi.spark import post_commit
 
     seen = []
-    real = post_commit.clean
+    real, commit = post_commit.clean, WriteTransaction.commit
+    cleaned = threading.Event()
 
     def watched(table, cfg, **kw):
         pending = [i.timestamp for i in pyhudi.HudiTable(table.storage.base_path).timeline.pending_writes()]
         seen.append((threading.current_thread().name, pending))
-        return real(table, cfg, **kw)
+        try:
+            return real(table, cfg, **kw)
+        finally:
+            cleaned.set()
 
+    def after_the_clean(self, *args, **kw):  # the commit waits for a clean running beside the write
+        if async_mode[0]:
+            assert cleaned.wait(60)
+        return commit(self, *args, **kw)
+
+    async_mode = [False]
     monkeypatch.setattr(post_commit, "clean", watched)
+    monkeypatch.setattr(WriteTransaction, "commit", after_the_clean)
     paths = {mode: str(tmp_path / mode) for mode in ("inline", "async")}
     for mode, path in paths.items():
         options = opts(table_type, **{"hoodie.clean.commits.retained": "2", "hoodie.clean.async": str(mode == "async"),
                                       "hoodie.write.concurrency.mode": "optimistic_concurrency_control"})
-        history = daily(spark, path, 6, options)
+        history = []
+        for i in range(6):  # (as daily(); each commit after the first waits for the clean beside it)
+            async_mode[0] = mode == "async" and i > 0
+            cleaned.clear()
+            instant = write(spark, path, [("a", "p1", i), ("b", "p2", i), (f"n{i}", "p1", i)], options)
+            history.append((instant, snapshot(spark, path)))
         assert history[-1][1] == snapshot(spark, path) == rs(path)
         threads = [name for name, _pending in seen]
         if mode == "async":  # the first write creates the table, and cleans after its commit
@@ -139,8 +156,12 @@ def test_an_async_clean_runs_while_the_write_writes_and_cleans_as_inline(spark, 
 
 def test_an_async_clean_needs_optimistic_concurrency_control(spark, tmp_path):
     """A single writer holds the table lock throughout its write: no clean can run beside it, so
-    hoodie.clean.async=true is refused before the write starts, the table left as it was."""
+    hoodie.clean.async=true is refused before the write starts: no table is created, an existing
+    one is left as it was."""
     path = str(tmp_path / "t")
+    with pytest.raises(HudiConfigError, match="optimistic"):
+        write(spark, path, [("a", "p1", 1)], opts(**{"hoodie.clean.async": "true"}))
+    assert not (tmp_path / "t").exists()
     write(spark, path, [("a", "p1", 1)], opts())
     before = sorted(p.name for p in (tmp_path / "t" / ".hoodie").iterdir())
     with pytest.raises(HudiConfigError, match="optimistic"):

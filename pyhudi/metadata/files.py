@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -261,6 +262,8 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
 _DECODED: OrderedDict[tuple[str, int, int, tuple[str, ...] | None], list[tuple[str, int, list[tuple[str, dict]]]]] \
     = OrderedDict()
 _DECODED_MAX = 32
+#: a write and the clean beside it (hoodie.clean.async) read the MDT on two threads
+_DECODED_GUARD = threading.Lock()
 
 
 def _decoded(storage: Storage, rel: str, info: FileInfo,
@@ -272,9 +275,12 @@ def _decoded(storage: Storage, rel: str, info: FileInfo,
     process, keyed by path, size and modification time as the listing saw them: a log file Hudi
     appended to, or a name written again after its delta commit was rolled back, is read afresh."""
     key = (storage.full(rel), info.size, info.mtime_ns, prefixes)
-    if key in _DECODED:
-        _DECODED.move_to_end(key)
-        return _DECODED[key]
+    with _DECODED_GUARD:
+        found = _DECODED.get(key)
+        if found is not None:
+            _DECODED.move_to_end(key)
+    if found is not None:
+        return found
     data = storage.read_bytes(rel)
     name = posixpath.basename(rel)
     if name.endswith(".hfile"):
@@ -285,15 +291,17 @@ def _decoded(storage: Storage, rel: str, info: FileInfo,
                for position, block in enumerate(read_blocks(data, source=name))
                if block.block_type == BlockType.HFILE_DATA_BLOCK]
     if len(data) == info.size:  # the listing's size: the file did not grow meanwhile
-        _DECODED[key] = out
-        while len(_DECODED) > _DECODED_MAX:
-            _DECODED.popitem(last=False)
+        with _DECODED_GUARD:
+            _DECODED[key] = out
+            while len(_DECODED) > _DECODED_MAX:
+                _DECODED.popitem(last=False)
     return out
 
 
 def clear_cache() -> None:
     """Forget decoded MDT files (benchmarks measure cold reads with it)."""
-    _DECODED.clear()
+    with _DECODED_GUARD:
+        _DECODED.clear()
 
 
 #: key -> (value, the Avro schema it is written in)

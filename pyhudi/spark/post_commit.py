@@ -26,7 +26,6 @@ from pyhudi import config as C
 from pyhudi.commit.point import CommitPoint
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.errors import HudiConfigError
 from pyhudi.plans.clean import CleanResult
 from pyhudi.services.archival import archive
 from pyhudi.services.clean import clean
@@ -56,8 +55,9 @@ class AsyncClean:
         self._done: Future[list[CleanResult]] | None = None
 
     def start(self) -> None:
+        storage, cfg = self._table.storage, self._cfg
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pyhudi-async-clean")
-        self._done = self._pool.submit(clean, HudiTable(self._table.storage), self._cfg)
+        self._done = self._pool.submit(lambda: clean(HudiTable(storage), cfg))
 
     def results(self) -> list[CleanResult]:
         """The clean's results once it finished (its error raised); the clean of now where it was
@@ -67,14 +67,20 @@ class AsyncClean:
         try:
             return self._done.result()
         finally:
+            self._done = None  # (its error is the caller's now)
             self.stop()
 
     def stop(self) -> None:
         """Let the clean finish (a write that failed waits for it too, so that no thread of it
-        outlives the write); its error, if any, is left to :meth:`results`."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        outlives the write); its error, if any, is left to :meth:`results`, and logged here where
+        nobody will ask for them."""
+        if self._pool is None:
+            return
+        self._pool.shutdown(wait=True)
+        self._pool = None
+        error = self._done.exception() if self._done is not None else None
+        if error is not None:
+            log.warning("the clean beside the write failed: %s", error, exc_info=error)
 
 
 def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable, cfg: HudiConfig, *,
@@ -88,13 +94,7 @@ def register_services(point: CommitPoint, spark: SparkSession, table: HudiTable,
     if not replace and (cfg.get(C.CLUSTERING_INLINE) or cfg.get(C.CLUSTERING_SCHEDULE_INLINE)):
         point.add_hook(lambda _instant: inline_service("clustering", lambda: inline_clustering(spark, table, cfg)))
     cleaning = None
-    if cfg.get(C.CLEAN_ASYNC) and cfg.get(C.CLEAN_AUTOMATIC):
-        if cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC:
-            raise HudiConfigError(
-                f"{C.CLEAN_ASYNC.key}=true cleans beside the write, which needs {C.WRITE_CONCURRENCY_MODE.key}="
-                f"{C.OCC}: a single writer holds the table lock from its start to its end, so a clean beside it "
-                f"could not take turns with it. Set optimistic concurrency control, or {C.CLEAN_ASYNC.key}=false "
-                "(the clean then runs after the commit)")
+    if cfg.get(C.CLEAN_ASYNC) and cfg.get(C.CLEAN_AUTOMATIC):  # (under OCC: write_options.check_async_clean)
         cleaning = AsyncClean(table, cfg)
     point.add_hook(lambda _instant: timed_table_services(table, cfg, cleaning=cleaning))
     return cleaning

@@ -91,6 +91,7 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
         raise HudiConfigError(f"{path} has no table yet: set hoodie.table.name to create one")
     if sync_enabled(cfg):
         check_sync_options(cfg)
+    check_async_clean(cfg)
     operation = cfg.get(C.OPERATION)
     if not cfg.get(C.RECORDKEY_FIELD) and not cfg.is_set(C.OPERATION):
         operation = "bulk_insert"  # Hudi's deduceOperation: generated keys make the write append-only
@@ -495,3 +496,14 @@ def ordering_field(cfg: HudiConfig, df: DataFrame, operation: str, table: HudiTa
 def data_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` without the meta columns."""
     return pa.schema([f for f in schema if f.name not in META_FIELDS])
+
+
+def check_async_clean(cfg: HudiConfig) -> None:
+    """Refuse ``hoodie.clean.async=true`` outside optimistic concurrency control, before the write
+    reads a row or creates anything."""
+    if cfg.get(C.CLEAN_ASYNC) and cfg.get(C.CLEAN_AUTOMATIC) and cfg.get(C.WRITE_CONCURRENCY_MODE) != C.OCC:
+        raise HudiConfigError(
+            f"{C.CLEAN_ASYNC.key}=true cleans beside the write, which needs {C.WRITE_CONCURRENCY_MODE.key}={C.OCC}: "
+            "a single writer holds the table lock from its start to its end, so a clean beside it could not take "
+            f"turns with it. Set optimistic concurrency control, or {C.CLEAN_ASYNC.key}=false (the clean then runs "
+            "after the commit)")

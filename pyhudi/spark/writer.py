@@ -185,14 +185,14 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
         record_index = record_index_builder(df.sparkSession, table, cfg,
                                             MergeSpec.of(ordering, cfg.get(C.PAYLOAD_CLASS)))
     instant = txn.begin(action, requested_replace(replace) if replace else b"", record_index=record_index)
-    if cleaning is not None and request.table is not None:
-        # (a write that creates the table holds its lock throughout, and leaves nothing to clean:
-        # its clean runs after the commit)
-        cleaning.start()
     rolled_back = txn.rolled_back
     if rolled_back:
         log.warning("rolled back %d failed write(s) before writing: %s", len(rolled_back), rolled_back)
     try:
+        if cleaning is not None and request.table is not None:
+            # (a write that creates the table holds its lock throughout, and leaves nothing to
+            # clean: its clean runs after the commit)
+            cleaning.start()
         pipeline = Pipeline(table=table, cfg=cfg, spec=spec, instant=instant, target_schema=target,
                             ordering_field=ordering, is_deleted_column=IS_DELETED_FIELD in data.columns,
                             extra_metadata=dict(extra_metadata or {}), partitions_to_delete=to_delete,
@@ -217,7 +217,11 @@ def _write(df: DataFrame, storage: Storage, path: str, request: WriteRequest, ho
     stats["check_s"] = check_s  # the input's checks before the instant (and a small batch's collect)
     stats.update(phase)
     stats["rolled_back_instants"] = rolled_back
-    stats.update(txn.after_commit())
+    try:
+        stats.update(txn.after_commit())
+    finally:
+        if cleaning is not None:  # (waited for by the services; here only if one of them raised)
+            cleaning.stop()
     stats["total_s"] = round(time.monotonic() - started, 3)
     log.info("committed %s %s: %s", action, instant, stats)
     return WriteResult(instant, operation + (PREPPED_SUFFIX if pipeline.prepped else ""), path, stats,

@@ -8,6 +8,7 @@ write (one file appearing), so every state transition here writes whole files on
 from __future__ import annotations
 
 import io
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -41,6 +42,8 @@ def _order(instant: Instant) -> tuple[str, int, str, str]:
 #: parsed commit metadata of recently read instant files (path, size, mtime) -> metadata
 _PARSED: OrderedDict[tuple[str, int, int], CommitMetadata] = OrderedDict()
 _PARSED_MAX = 64
+#: a write and the clean beside it (hoodie.clean.async) read commits on two threads
+_PARSED_GUARD = threading.Lock()
 
 
 def read_avro_record(data: bytes, *, source: str) -> dict:
@@ -234,18 +237,23 @@ class Timeline:
         source = self.path_of(instant)
         stamp = self._stamps.get(instant) if instant.is_completed else None
         key = (self.storage.full(source), *stamp) if stamp is not None else None
-        if key is not None and key in _PARSED:
-            _PARSED.move_to_end(key)
-            return _PARSED[key]
+        if key is not None:
+            with _PARSED_GUARD:
+                found = _PARSED.get(key)
+                if found is not None:
+                    _PARSED.move_to_end(key)
+            if found is not None:
+                return found
         data = self.read_bytes(instant)
         if self.layout_version >= 2:
             meta = commit_avro.decode(data, source=source)
         else:
             meta = CommitMetadata.from_json(data, source=source)
         if key is not None:
-            _PARSED[key] = meta
-            while len(_PARSED) > _PARSED_MAX:
-                _PARSED.popitem(last=False)
+            with _PARSED_GUARD:
+                _PARSED[key] = meta
+                while len(_PARSED) > _PARSED_MAX:
+                    _PARSED.popitem(last=False)
         return meta
 
     # -- transitions ----------------------------------------------------------------------------
