@@ -301,16 +301,16 @@ def write_base_file(storage: Storage, rel_path: str, table: pa.Table, settings: 
 
 
 def read_base_file(storage: Storage, rel_path: str, columns: list[str] | None = None) -> pa.Table:
-    """A base file's rows (``columns``: only those). A whole file on a remote store is fetched
-    by one GET, where reading its footer first and its columns next would take two."""
-    if columns is None and not storage.is_local:
-        return pq.read_table(pa.BufferReader(storage.read_bytes(rel_path)))
+    """A base file's rows (``columns``: only those; all of them: :func:`read_base_file_and_metadata`)."""
+    if columns is None:
+        return read_base_file_and_metadata(storage, rel_path)[0]
     with storage.fs.open_input_file(storage.full(rel_path)) as f:
         return pq.read_table(f, columns=columns)
 
 
 def read_base_file_and_metadata(storage: Storage, rel_path: str) -> tuple[pa.Table, pq.FileMetaData]:
-    """A base file's rows and its parquet metadata, read as :func:`read_base_file` reads them."""
+    """A base file's rows and its parquet metadata. A whole file on a remote store is fetched by
+    one GET, where reading its footer first and its columns next would take two."""
     if not storage.is_local:
         parquet = pq.ParquetFile(pa.BufferReader(storage.read_bytes(rel_path)))
         return parquet.read(), parquet.metadata

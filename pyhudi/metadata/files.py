@@ -23,8 +23,6 @@ from __future__ import annotations
 import io
 import json
 import posixpath
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,6 +35,7 @@ from pyhudi.io.log_format import BlockType, LogBlock, delete_block_records, read
 from pyhudi.metadata.schema import RECORD_SCHEMA
 from pyhudi.storage import Storage
 from pyhudi.storage.fs import FileInfo
+from pyhudi.storage.parsed import ParsedFiles
 
 METADATA_FOLDER = ".hoodie/metadata"
 FILES_PARTITION = "files"
@@ -259,11 +258,7 @@ def read_partition(storage: Storage, partition: str, *, mdt_completed: dict[str,
 
 
 #: decoded records of MDT files read lately: (path, size, mtime, key prefixes) -> [(instant, block position, records)]
-_DECODED: OrderedDict[tuple[str, int, int, tuple[str, ...] | None], list[tuple[str, int, list[tuple[str, dict]]]]] \
-    = OrderedDict()
-_DECODED_MAX = 32
-#: a write and the clean beside it (hoodie.clean.async) read the MDT on two threads
-_DECODED_GUARD = threading.Lock()
+_DECODED: ParsedFiles[list[tuple[str, int, list[tuple[str, dict]]]]] = ParsedFiles(32)
 
 
 def _decoded(storage: Storage, rel: str, info: FileInfo,
@@ -275,10 +270,7 @@ def _decoded(storage: Storage, rel: str, info: FileInfo,
     process, keyed by path, size and modification time as the listing saw them: a log file Hudi
     appended to, or a name written again after its delta commit was rolled back, is read afresh."""
     key = (storage.full(rel), info.size, info.mtime_ns, prefixes)
-    with _DECODED_GUARD:
-        found = _DECODED.get(key)
-        if found is not None:
-            _DECODED.move_to_end(key)
+    found = _DECODED.get(key)
     if found is not None:
         return found
     data = storage.read_bytes(rel)
@@ -291,17 +283,13 @@ def _decoded(storage: Storage, rel: str, info: FileInfo,
                for position, block in enumerate(read_blocks(data, source=name))
                if block.block_type == BlockType.HFILE_DATA_BLOCK]
     if len(data) == info.size:  # the listing's size: the file did not grow meanwhile
-        with _DECODED_GUARD:
-            _DECODED[key] = out
-            while len(_DECODED) > _DECODED_MAX:
-                _DECODED.popitem(last=False)
+        _DECODED.put(key, out)
     return out
 
 
 def clear_cache() -> None:
     """Forget decoded MDT files (benchmarks measure cold reads with it)."""
-    with _DECODED_GUARD:
-        _DECODED.clear()
+    _DECODED.clear()
 
 
 #: key -> (value, the Avro schema it is written in)

@@ -8,12 +8,11 @@ write (one file appearing), so every state transition here writes whole files on
 from __future__ import annotations
 
 import io
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 
 from pyhudi.errors import HudiCorruptFileError, HudiInstantNotFoundError
 from pyhudi.storage import Storage
+from pyhudi.storage.parsed import ParsedFiles
 from pyhudi.timeline import commit_avro
 from pyhudi.timeline.avro_records import REQUESTED_REPLACE_METADATA_FULL, read_record, write_record
 from pyhudi.timeline.commit_metadata import CommitMetadata
@@ -39,11 +38,10 @@ DATA_ACTIONS = frozenset(WRITE_ACTIONS) | frozenset(COMPLETES_AS)
 def _order(instant: Instant) -> tuple[str, int, str, str]:
     """The order of instant files: Instant's own (time, state, action, completion time), as a sort key."""
     return instant.timestamp, instant.state, instant.action, instant.completion_time or ""
+
+
 #: parsed commit metadata of recently read instant files (path, size, mtime) -> metadata
-_PARSED: OrderedDict[tuple[str, int, int], CommitMetadata] = OrderedDict()
-_PARSED_MAX = 64
-#: a write and the clean beside it (hoodie.clean.async) read commits on two threads
-_PARSED_GUARD = threading.Lock()
+_PARSED: ParsedFiles[CommitMetadata] = ParsedFiles(64)
 
 
 def read_avro_record(data: bytes, *, source: str) -> dict:
@@ -237,23 +235,16 @@ class Timeline:
         source = self.path_of(instant)
         stamp = self._stamps.get(instant) if instant.is_completed else None
         key = (self.storage.full(source), *stamp) if stamp is not None else None
-        if key is not None:
-            with _PARSED_GUARD:
-                found = _PARSED.get(key)
-                if found is not None:
-                    _PARSED.move_to_end(key)
-            if found is not None:
-                return found
+        found = _PARSED.get(key) if key is not None else None
+        if found is not None:
+            return found
         data = self.read_bytes(instant)
         if self.layout_version >= 2:
             meta = commit_avro.decode(data, source=source)
         else:
             meta = CommitMetadata.from_json(data, source=source)
         if key is not None:
-            with _PARSED_GUARD:
-                _PARSED[key] = meta
-                while len(_PARSED) > _PARSED_MAX:
-                    _PARSED.popitem(last=False)
+            _PARSED.put(key, meta)
         return meta
 
     # -- transitions ----------------------------------------------------------------------------
