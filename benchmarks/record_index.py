@@ -7,10 +7,14 @@ batches (a new day plus corrections of every tenth minute of the day before, 316
 pandas frame): one untimed (it rebuilds the metadata table without the record index for the other
 two), then ``--upserts`` timed; printed are the median and the phases of the last one.
 
-Data skipping: ``--skip-days`` days bulk-inserted into files of at most 8 MB with the metadata
-table's column statistics, and the same rows as plain Spark parquet partitioned by day. A point
-lookup by record key and a one-hour filter on ``ts`` (neither names the partition column): the
-files each query reads (``inputFiles()``) and its median time to a count, with data skipping, with
+Data skipping: ``--skip-days`` days, with the drone keys and with hashed keys (in no order the
+files follow), each bulk-inserted into files of at most 8 MB with the metadata table's column
+statistics, once with the record index (``hoodie.index.type=RECORD_INDEX``) and once without, and
+the same rows as plain Spark parquet partitioned by day. A point lookup by record key, an ``IN``
+list of 20 keys spread over the days, and a one-hour filter on ``ts`` (none names the partition
+column), each written ``.where(...)`` on the frame of a read: the files each query reads
+(``inputFiles()``) and its median time to a count, through the record index (read with
+``hoodie.metadata.record.index.enable=true``), the column statistics, with
 ``hoodie.enable.data.skipping=false``, and for plain Spark.
 
     python benchmarks/record_index.py [--sizes 10,30] [--upserts 3] [--skip-days 10] [--only upsert|skipping]
@@ -92,42 +96,61 @@ def upserts(spark: Any, work: Path, days: int, count: int) -> dict[str, float]:
 
 
 
+def hashed_keys(load: Any) -> Any:
+    """``load`` with keys in no order the files follow: each row's position scrambled into a
+    64-bit number, zero-padded to 20 digits (as UUID keys would be)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    scrambled = np.arange(load.num_rows, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    text = pc.utf8_lpad(pa.array(scrambled).cast(pa.string()), width=20, padding="0")
+    return load.set_column(load.schema.get_field_index("key"), "key", text)
+
+
 def skipping(spark: Any, work: Path, days: int) -> None:
+    for layout, load in (("drone keys (yyyyMMddHHmm_drone: files hold key ranges)", rows(0, days, DRONES)),
+                         ("hashed keys (every file spans the key range)", hashed_keys(rows(0, days, DRONES)))):
+        skipping_layout(spark, work, layout, load, days)
+
+
+def skipping_layout(spark: Any, work: Path, layout: str, load: Any, days: int) -> None:
     from pyspark.sql import functions as F
 
-    load = rows(0, days, DRONES)
-    path, plain = str(work / "skipping"), str(work / "plain")
-    pyhudi.write(pandas_frame(spark, load), path, options(**{
-        "hoodie.datasource.write.operation": "bulk_insert", "hoodie.parquet.max.file.size": str(8 * 1024 * 1024),
-        "hoodie.metadata.index.column.stats.enable": "true"}))
+    for name in ("skipping", "indexed", "plain"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    path, indexed, plain = str(work / "skipping"), str(work / "indexed"), str(work / "plain")
+    written = {"hoodie.datasource.write.operation": "bulk_insert", "hoodie.parquet.max.file.size": str(8 * 1024 * 1024),
+               "hoodie.metadata.index.column.stats.enable": "true"}
+    pyhudi.write(pandas_frame(spark, load), path, options(**written))
+    pyhudi.write(pandas_frame(spark, load), indexed, options(**written, **{"hoodie.index.type": "RECORD_INDEX"}))
     pandas_frame(spark, load).write.partitionBy("day").parquet(plain)
     files = len(pyhudi.HudiTable(path).file_system_view().latest_base_files())
     plain_files = len(spark.read.parquet(plain).inputFiles())
     key = load.column("key")[load.num_rows // 2 + 123].as_py()
+    spread = [load.column("key")[i].as_py() for i in range(4_321, load.num_rows, load.num_rows // 20)]
     hour_start = int(START.timestamp() * 1000) + (days // 2) * 86_400_000 + 13 * 3_600_000
     queries = {"point lookup by key": F.col("key") == key,
+               f"{len(spread)} keys of every day (IN)": F.col("key").isin(*spread),
                f"one hour of ts ({day_name(days // 2)} 13:00-14:00)":
                    (F.col("ts") >= hour_start) & (F.col("ts") < hour_start + 3_600_000)}
-    print(f"\n[data skipping] {load.num_rows:,} rows in {files} base files ({days} days; plain Spark: "
-          f"{plain_files} files)")
+    print(f"\n[data skipping, {layout}] {load.num_rows:,} rows in {files} base files ({days} days; plain Spark: "
+          f"{plain_files} files); each query written .where(...) on the frame of a read")
+    off = {"hoodie.enable.data.skipping": "false"}
+    use_index = {"hoodie.metadata.record.index.enable": "true"}
     for name, condition in queries.items():
-        skip = pyhudi.read(spark, path, filters=condition)
-        noskip = pyhudi.read(spark, path, {"hoodie.enable.data.skipping": "false"}, filters=condition)
-        spark_df = spark.read.parquet(plain).where(condition)
-        counts = {skip.count(), noskip.count(), spark_df.count()}
-        assert len(counts) == 1, counts
-        timings = [
-            ("pyhudi, skipping by the metadata table's column stats", len(skip.inputFiles()),
-             median_ms(lambda c=condition: pyhudi.read(spark, path, filters=c).count())),
-            ("pyhudi, hoodie.enable.data.skipping=false", len(noskip.inputFiles()),
-             median_ms(lambda c=condition: pyhudi.read(spark, path, {"hoodie.enable.data.skipping": "false"},
-                                                      filters=c).count())),
-            ("plain Spark parquet", len(spark_df.inputFiles()),
-             median_ms(lambda c=condition: spark.read.parquet(plain).where(c).count())),
+        ways = [
+            ("pyhudi, record index (read option)", lambda c=condition: pyhudi.read(spark, indexed, use_index).where(c)),
+            ("pyhudi, column stats", lambda c=condition: pyhudi.read(spark, path).where(c)),
+            ("pyhudi, hoodie.enable.data.skipping=false", lambda c=condition: pyhudi.read(spark, path, off).where(c)),
+            ("plain Spark parquet", lambda c=condition: spark.read.parquet(plain).where(c)),
         ]
+        counts = {make().count() for _label, make in ways}
+        assert len(counts) == 1, counts
         print(f"  {name} ({counts.pop():,} rows):")
-        for label, n, ms in timings:
-            print(f"    {label:<56} reads {n:>4} files, {ms:7.0f} ms")
+        for label, make in ways:
+            ms = median_ms(lambda m=make: m().count())
+            print(f"    {label:<56} reads {len(make().inputFiles()):>4} files, {ms:7.0f} ms")
 
 
 def main() -> None:

@@ -33,6 +33,9 @@ def test_reads_every_cell_hbase_wrote(name, count, suffix):
     for i in (0, 1, count // 3, count - 1):  # point lookups through the block index
         assert reader.get(f"hudi-key-{i:09d}{suffix}".encode()) == f"hudi-value-{i:09d}".encode()
     assert reader.get(b"hudi-key-") is None and reader.get(b"zzz") is None and reader.get(b"a") is None
+    some = [f"hudi-key-{i:09d}{suffix}".encode() for i in (count - 1, 0, 7, 8, count // 2)]
+    assert reader.get_many([*some, b"a", b"hudi-key-", b"zzz", some[0]]) == \
+        {row: row.replace(b"key", b"value").removesuffix(suffix.encode()) for row in some}
     assert [k for k, _ in reader.prefix(b"hudi-key-00000012")] == \
         [f"hudi-key-{i:09d}{suffix}".encode() for i in range(120, 130)]
 
@@ -52,6 +55,8 @@ def test_duplicate_rows_are_all_found_in_order():
     values = list(reader.get_all(b"hudi-key-000000005"))
     assert values == [b"hudi-value-000000005"] + [f"hudi-value-000000005_{j}".encode() for j in range(20)]
     assert reader.get(b"hudi-key-000000199") == b"hudi-value-000000199"
+    assert reader.get_many([b"hudi-key-000000005", b"hudi-key-000000006"]) == {
+        b"hudi-key-000000005": b"hudi-value-000000005", b"hudi-key-000000006": b"hudi-value-000000006"}
 
 
 def test_reads_an_empty_file_and_hudis_file_info():
@@ -103,9 +108,31 @@ def test_written_files_read_back_to_the_same_cells(rows, values, block_size, cod
     assert reader.file_info["schema"] == b'{"type":"record"}' and reader.meta_block("bloomFilter") == b"\x00\x01"
     for row, value in cells[::7]:
         assert reader.get(row) == value
+    wanted = [r for r, _ in cells[::3]] + [r + b"\x00" for r, _ in cells[1::5]] + [b"", b"\xff" * 41]
+    assert reader.get_many(wanted) == {r: v for r, v in cells if r in set(wanted)}
     if cells:
         prefix = cells[len(cells) // 2][0][:1]
         assert [r for r, _ in reader.prefix(prefix)] == [r for r, _ in cells if r.startswith(prefix)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.binary(min_size=6, max_size=6), unique=True, min_size=1, max_size=400).map(sorted),
+       value_size=st.integers(0, 30), block_size=st.sampled_from([64, 1024, 1 << 20]),
+       repeat=st.booleans())
+def test_lookups_in_blocks_of_cells_of_one_shape(rows, value_size, block_size, repeat):
+    """Rows of one length and values of one length (a record index's blocks) are looked up by
+    binary search; rows with NUL bytes (inside or trailing) and repeated rows read as any."""
+    cells = [(r, (r * 10)[:value_size]) for r in rows]
+    if repeat:  # a row twice: its first cell answers
+        cells = sorted(cells + [(rows[0], b"\xee" * value_size)], key=lambda c: c[0])
+        first = {}
+        for r, v in cells:
+            first.setdefault(r, v)
+    else:
+        first = dict(cells)
+    reader = HFileReader(write_hfile(cells, block_size=block_size, codec="NONE"))
+    wanted = rows[::2] + [r[:-1] + b"\x00" for r in rows[1::3]] + [b"\x00" * 6, b"\xff" * 6, b"short"]
+    assert reader.get_many(wanted) == {r: first[r] for r in set(wanted) if r in first}
 
 
 def test_writer_refuses_unsorted_rows():

@@ -48,7 +48,8 @@ TIMELINE_HOLES_POLICY = option(
 DATA_SKIPPING = option(
     "hoodie.enable.data.skipping", True,
     "Filtered reads skip base files whose column statistics rule the filter out: the metadata table's "
-    "column_stats partition when the table keeps it, else the files' parquet footers. On by default, as "
+    "column_stats partition when the table keeps it, else the files' parquet footers (or the record_index "
+    "partition, for key filters read with hoodie.metadata.record.index.enable=true). On by default, as "
     "in Hudi 1.x (Hudi 0.x defaults to false); false reads every file of the partitions left after "
     "partition pruning.", parse_bool)
 AS_OF_INSTANT = option(

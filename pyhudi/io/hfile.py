@@ -328,22 +328,20 @@ class HFileReader:
     def get_many(self, rows: Iterable[bytes]) -> dict[bytes, bytes]:
         """The value of each of ``rows`` the file holds (the first cell of the row), reading only
         the data blocks the block index points the rows to: one decompression per block touched,
-        however many rows fall into it."""
+        however many rows fall into it, and each block's cells walked only up to the last row
+        wanted there. Rows past the file's last row (``hfile.LASTKEY``) touch no block."""
+        last = self.file_info.get("hfile.LASTKEY")
+        last_row = key_row(last) if last is not None and len(last) >= 2 else None
         by_block: dict[int, list[bytes]] = {}
         index = self._rows
         for row in rows:
             block = bisect.bisect_right(index, row) - 1
-            if block >= 0:
+            if block >= 0 and (last_row is None or row <= last_row):
                 by_block.setdefault(block, []).append(row)
         out: dict[bytes, bytes] = {}
         for block, wanted in by_block.items():
-            cells: dict[bytes, bytes] = {}
-            for key, value in self._cells(block):
-                cells.setdefault(key, value)
-            for row in wanted:
-                found = cells.get(row)
-                if found is not None:
-                    out[row] = found
+            _m, body, _s = self._block(self._index[block].offset)
+            out.update(_find_rows(body, sorted(set(wanted))))
         return out
 
     def prefix(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -354,6 +352,71 @@ class HFileReader:
                     yield key, value
                 elif key > prefix:
                     return
+
+
+def _find_rows(body: bytes, wanted: list[bytes]) -> dict[bytes, bytes]:
+    """The first value of each of ``wanted`` (sorted, distinct) in the cells of a data block, which
+    are in row order. A cell is key length, value length (4 bytes each), the key (row length, 2
+    bytes, and the row first), the value, and a varint memstore timestamp. Cells all of one shape
+    (a record index's: keys of one length, values of one length) are binary-searched in place;
+    others are walked once, up to the first row past the last one wanted."""
+    found = _find_fixed(body, wanted)
+    return found if found is not None else _walk_rows(body, wanted)
+
+
+def _find_fixed(body: bytes, wanted: list[bytes]) -> dict[bytes, bytes] | None:
+    """:func:`_find_rows` for a block whose cells all have the same key, row and value lengths and
+    a one-byte memstore timestamp; None for any other block."""
+    if len(body) < 11:
+        return None
+    klen, vlen, rlen = struct.unpack_from(">iiH", body, 0)
+    stride = 8 + klen + vlen + 1
+    if rlen == 0 or klen < rlen + 2 or vlen < 0 or stride > len(body) or len(body) % stride \
+            or body[stride - 1] >= 0x80:
+        return None
+    cells = np.frombuffer(body, dtype=np.uint8).reshape(-1, stride)
+    if not ((cells[:, :10] == cells[0, :10]).all() and (cells[:, -1] < 0x80).all()
+            and (cells[:, 9 + rlen] != 0).all()):  # (numpy's fixed bytes drop trailing NULs)
+        return None
+    rows = np.ascontiguousarray(cells[:, 10:10 + rlen]).view(f"S{rlen}").ravel()
+    probes = [w for w in wanted if len(w) == rlen]  # (every row here has length rlen)
+    if not probes:
+        return {}
+    at = np.searchsorted(rows, np.array(probes, dtype=f"S{rlen}"), side="left").tolist()
+    out: dict[bytes, bytes] = {}
+    for row, i in zip(probes, at):
+        if i < len(rows) and rows[i] == row:
+            start = i * stride + 8 + klen
+            out[row] = body[start:start + vlen]
+    return out
+
+
+def _walk_rows(body: bytes, wanted: list[bytes]) -> dict[bytes, bytes]:
+    """:func:`_find_rows` by one pass over the cells."""
+    out: dict[bytes, bytes] = {}
+    count = len(wanted)
+    i = 0
+    target = wanted[0]
+    pos, end = 0, len(body)
+    unpack = struct.unpack_from
+    while pos + 10 <= end:
+        klen, vlen, rlen = unpack(">iiH", body, pos)
+        row = body[pos + 10:pos + 10 + rlen]
+        value_at = pos + 8 + klen
+        while row > target:
+            i += 1
+            if i == count:
+                return out
+            target = wanted[i]
+        if row == target:
+            out[row] = body[value_at:value_at + vlen]
+            i += 1
+            if i == count:
+                return out
+            target = wanted[i]
+        pos = value_at + vlen
+        pos = pos + 1 if body[pos] < 0x80 else _varint(body, pos)[1]  # memstore timestamp
+    return out
 
 
 # -- writing -----------------------------------------------------------------------------------

@@ -350,3 +350,66 @@ def prune_partition_paths(storage: Storage, pred: Predicate, fields: tuple[str, 
     if marker is not None and any(not storage.exists(posixpath.join(p, marker)) for p in frontier):
         return None
     return sorted(frontier)
+
+
+# -- record keys ---------------------------------------------------------------------------------
+#: most record keys a filter may name for a lookup in the record index to be worth it
+MAX_INDEXED_KEYS = 1000
+
+
+def record_keys(pred: Predicate, *, key_column: str, key_field: str | None,
+                bare: bool = False) -> frozenset[str] | None:
+    """The stored record keys a row matching ``pred`` can have, from equalities and ``IN`` lists
+    on the record key: on ``key_column`` (``_hoodie_record_key``) a string is the key itself; on
+    ``key_field``, the table's one record key field, a string or integer ``v`` is stored as ``v``
+    by simple key generators and as ``v`` or ``key_field:v`` by the others (a complex key
+    generator's encoding depends on the writer), so both are candidates unless ``bare`` says the
+    key generator is a simple one. None when ``pred`` does not restrict the key to a set of at most
+    :data:`MAX_INDEXED_KEYS`; literals of other types (floats, dates, booleans) restrict nothing,
+    because their text in a key depends on the writer."""
+    keys = _record_keys(pred, _KeyText(key_column, key_field, bare))
+    return keys if keys is not None and len(keys) <= MAX_INDEXED_KEYS else None
+
+
+@dataclass(frozen=True)
+class _KeyText:
+    """How a literal compared with a column is stored as a record key."""
+
+    key_column: str
+    key_field: str | None
+    bare: bool
+
+    def forms(self, column: str, value: Any) -> set[str] | None:
+        if value is None:
+            return set()  # (= NULL and IN (NULL) match no row)
+        if column == self.key_column:
+            return {value} if isinstance(value, str) else None
+        if column != self.key_field or isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+            return None  # (an empty value is stored as a placeholder, if at all)
+        text = str(value)
+        return {text} if self.bare else {text, f"{self.key_field}:{text}"}
+
+
+def _record_keys(pred: Predicate, text: _KeyText) -> frozenset[str] | None:
+    if isinstance(pred, Compare):
+        if pred.op != "=":
+            return None
+        forms = text.forms(pred.column, pred.value)
+        return None if forms is None else frozenset(forms)
+    if isinstance(pred, In):
+        out: set[str] = set()
+        for value in pred.values:
+            forms = text.forms(pred.column, value)
+            if forms is None:
+                return None
+            out |= forms
+        return frozenset(out)
+    if isinstance(pred, And):  # every restricting conjunct holds: the keys all of them allow
+        found = [k for k in (_record_keys(c, text) for c in pred.children) if k is not None]
+        return frozenset.intersection(*found) if found else None
+    if isinstance(pred, Or):  # a row matches one of the branches: each must restrict the key
+        branches = [_record_keys(c, text) for c in pred.children]
+        if not branches or any(b is None for b in branches):
+            return None
+        return frozenset().union(*[b for b in branches if b is not None])
+    return None  # (NOT, ranges, prefixes, null tests and unknown parts allow any key)

@@ -48,7 +48,7 @@ from pyhudi.read.merge import MergeSpec, SliceToRead, Visibility, base_file_row_
 from pyhudi.spark.base_files import spark_type
 from pyhudi.spark.cdc import has_cdc_schema, read_source_split, source_splits
 from pyhudi.spark.compat import arrow_schema
-from pyhudi.spark.reader import _pruned_partitions, plan_query, schema_instant
+from pyhudi.spark.reader import plan_filtered, plan_query, schema_instant
 from pyhudi.spark.storage_conf import hadoop_store_conf
 from pyhudi.storage import Storage, resolve_options
 from pyhudi.table.incremental import latest_offset, start_offset
@@ -184,13 +184,14 @@ class HudiReader(DataSourceReader):
             return [InputPartition(("cdc", value)) for value in source_splits(self.storage, self.options)] \
                 or [InputPartition(None)]
         pred = _all(self.predicates)
-        partitions = None
+        indexed = False  # the record index located the filter's keys: no statistics needed
         if pred is not None:
-            partitions = _pruned_partitions(table, pred, StructType.fromJson(json.loads(self.schema_json)))
-        files = plan_query(table, cfg, partitions=partitions)
+            files, indexed = plan_filtered(table, cfg, pred, StructType.fromJson(json.loads(self.schema_json)))
+        else:
+            files = plan_query(table, cfg)
         slices = list(files.slices)
         file_schema = table.arrow_schema(as_of=schema_instant(cfg))  # the schema the query reads
-        if pred is not None and S.columns_of(pred) and cfg.get(C.DATA_SKIPPING):
+        if pred is not None and S.columns_of(pred) and cfg.get(C.DATA_SKIPPING) and not indexed:
             recorded = table.metadata_column_ranges(S.columns_of(pred), file_schema) if file_schema else None
             plain = [s.base_file.path for s in slices if s.base_file is not None and not (files.merged and s.log_files)]
             kept = set(S.skip_files(table.storage, pred, plain, known=recorded))

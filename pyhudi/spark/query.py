@@ -4,8 +4,10 @@ Users write ``pyhudi.read(spark, p).where(F.col("day") == d)``, not ``filters=``
 :func:`read` returns is the session's own DataFrame class with two methods changed: ``filter``
 and ``where`` plan the read again (:func:`pyhudi.spark.reader.read`) with the conjunction of
 every filter so far as ``filters=``, so partitions are pruned by their paths and base files by
-their column statistics (metadata table or footers) before Spark lists or opens them. The rows
-are those of ``read(spark, p, filters=...)`` and of Spark's own filter over the unpruned read.
+their column statistics (metadata table or footers), or to the file groups the record index
+locates the filter's keys in (read with ``hoodie.metadata.record.index.enable=true``), before Spark
+lists or opens them. The rows are those of ``read(spark, p, filters=...)`` and of Spark's own
+filter over the unpruned read.
 
 What prunes: ``filter``/``where`` applied directly to the returned frame, chained any number of
 times (they AND together), with columns named (``F.col("day")``, SQL text) or taken from the frame

@@ -8,6 +8,7 @@ partition columns prunes partitions before any file is listed in them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Mapping
@@ -23,12 +24,19 @@ from pyspark.sql import types as T
 from pyhudi import config as C
 from pyhudi.config import HudiConfig, parse_bool
 from pyhudi.config.properties import PARTITION_METAFILE
-from pyhudi.errors import HudiConfigError
-from pyhudi.io.avro_schema import META_FIELDS
-from pyhudi.keygen.spec import DEFAULT_PARTITION, partition_values_in_paths
+from pyhudi.errors import HudiConfigError, HudiUnsupportedError
+from pyhudi.io.avro_schema import META_FIELDS, RECORD_KEY
+from pyhudi.keygen.spec import DEFAULT_PARTITION, SIMPLE, TIMESTAMP, partition_values_in_paths, table_keygen_kind
 from pyhudi.read.merge import MergeSpec, Visibility
 from pyhudi.read.retention import Retention
-from pyhudi.read.skipping import Predicate, columns_of, may_match, prune_partition_paths, skip_files
+from pyhudi.read.skipping import (
+    Predicate,
+    columns_of,
+    may_match,
+    prune_partition_paths,
+    record_keys,
+    skip_files,
+)
 from pyhudi.spark.base_files import base_files_frame, spark_type, stored_spark_schema
 from pyhudi.spark.cdc import is_cdc_query, read_cdc
 from pyhudi.spark.filters import to_predicate
@@ -114,8 +122,10 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
 
     ``filters`` (a Column or SQL string) is applied to the result. Before Spark plans anything it
     also prunes: partitions whose path values rule the filter out are never listed, and base files
-    whose column statistics (parquet footer: min, max, nulls) rule it out are not read, so a lookup
-    of one record key reads the one file whose key range holds it. ``table``: the table at
+    whose column statistics (metadata table, or parquet footer: min, max, nulls) rule it out are
+    not read, so a lookup of one record key reads the one file whose key range holds it. With
+    ``hoodie.metadata.record.index.enable=true`` a filter naming record keys reads only the file
+    groups the record index locates them in (:func:`plan_filtered`). ``table``: the table at
     ``path`` as already loaded (its timeline is the one the query plans on).
     """
     cfg = HudiConfig.of(options)
@@ -128,18 +138,19 @@ def read(spark: SparkSession, path: str, options: Mapping[str, Any] | None = Non
     arrow = table.arrow_schema(as_of=as_of)
     schema = spark_schema(spark, table, arrow=arrow)
     predicate: Predicate | None = None
-    partitions = None
+    indexed = False  # the record index located the filter's keys: no statistics needed
     if filters is not None and schema is not None:
         predicate = to_predicate(spark, schema, filters)
-        partitions = _pruned_partitions(table, predicate, schema)
-    files = plan_query(table, cfg, partitions=partitions)
+        files, indexed = plan_filtered(table, cfg, predicate, schema)
+    else:
+        files = plan_query(table, cfg)
     if schema is None:
         return spark.createDataFrame([], T.StructType([T.StructField(n, T.StringType()) for n in META_FIELDS]))
     slices = files.slices
     merged = files.merged
     bases = [s.base_file for s in slices if s.base_file is not None and not (merged and s.log_files)]
     recorded = None  # column statistics from the metadata table
-    skipping = predicate if cfg.get(C.DATA_SKIPPING) else None
+    skipping = predicate if cfg.get(C.DATA_SKIPPING) and not indexed else None
     if skipping is not None and columns_of(skipping):
         recorded = table.metadata_column_ranges(columns_of(skipping), arrow) if arrow else None
     if skipping is not None and bases:
@@ -235,6 +246,57 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     base_ids = frozenset(s.file_id for s in logged if s.base_file is not None and s.base_file.path in read_bases)
     return merge_with_logs(spark, base, storage, pieces, sizes, file_schema, schema, spec, visibility,
                            log_bytes=log_bytes, snapshot=snapshot, predicate=predicate, base_ids=base_ids)
+
+
+def plan_filtered(table: HudiTable, cfg: HudiConfig, predicate: Predicate,
+                  schema: T.StructType) -> tuple[QueryFiles, bool]:
+    """The files a filtered query reads, and whether the record index chose them: the file groups
+    it locates the filter's keys in (:func:`indexed_groups`), else every file of the partitions
+    the filter's partition values leave (data skipping by statistics follows then). A located file
+    group the query's timeline does not show (an index read past a concurrent compaction of the
+    metadata table) makes the query plan without the index."""
+    groups = indexed_groups(table, cfg, predicate)
+    if groups is not None:
+        files = plan_query(table, cfg, partitions=sorted({p for p, _f in groups}))
+        kept = [s for s in files.slices if (s.partition_path, s.file_id) in groups]
+        if len(kept) == len(groups):
+            return dataclasses.replace(files, slices=kept), True
+        log.warning("the record index of %s locates keys in file groups its timeline does not show; "
+                    "pruning by statistics instead", table.path)
+    return plan_query(table, cfg, partitions=_pruned_partitions(table, predicate, schema)), False
+
+
+def indexed_groups(table: HudiTable, cfg: HudiConfig, predicate: Predicate) -> set[tuple[str, str]] | None:
+    """(partition, file id) of the file groups the record index puts the keys ``predicate``
+    restricts the record key to (at most :data:`~pyhudi.read.skipping.MAX_INDEXED_KEYS`, by
+    equality or ``IN`` on ``_hoodie_record_key`` or the one record key field); None when it
+    restricts none, the table keeps no usable record index, or the read does not ask for it.
+
+    The index holds one place per key, so using it trusts the table to hold each key once: true
+    of a table kept by a global index and written by upserts, not of one whose writers kept the
+    index beside a non-global index or inserted duplicates (``insert``, ``bulk_insert``). Hence a
+    read opts in with ``hoodie.metadata.record.index.enable=true`` (with data skipping on). Only
+    the latest snapshot is located this way (not time travel, incremental or read-optimized
+    queries, whose files may hold a key where it was before)."""
+    if not cfg.get(C.METADATA_RECORD_INDEX_ENABLE) or not cfg.get(C.DATA_SKIPPING) \
+            or C.query_type(cfg) != "snapshot" or cfg.get(C.AS_OF_INSTANT) is not None:
+        return None
+    fields = table.config.record_key_fields
+    try:
+        kind = table_keygen_kind(table.config.props)
+    except HudiUnsupportedError:  # a key generator of its own: its keys' text is unknown
+        fields, kind = (), None
+    keys = record_keys(predicate, key_column=RECORD_KEY, key_field=fields[0] if len(fields) == 1 else None,
+                       bare=kind in (SIMPLE, TIMESTAMP))  # (those store the value alone)
+    if keys is None:
+        return None
+    located = table.record_locations(keys)
+    if located is None:
+        return None
+    groups = set(located.values())
+    log.info("record index of %s: %d of %d keys found, in %d file groups", table.path, len(located), len(keys),
+             len(groups))
+    return groups
 
 
 def _slice_may_match(piece: FileSlice, pred: Predicate, recorded: Mapping[str, Mapping[str, Any]]) -> bool:

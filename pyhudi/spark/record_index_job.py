@@ -37,9 +37,8 @@ from pyhudi.config import HudiConfig
 from pyhudi.io.avro_schema import RECORD_KEY
 from pyhudi.io.file_names import log_path_order, parse_log_file
 from pyhudi.metadata import record_index as R
-from pyhudi.metadata.files import MdtSlice
 from pyhudi.metadata.keys import file_group_id
-from pyhudi.metadata.table import Builder, MetadataTable, usable_partitions
+from pyhudi.metadata.table import Builder
 from pyhudi.read.merge import MergeSpec, SliceToRead, key_columns
 from pyhudi.spark.index import EXISTING_PP, EXISTING_RK
 from pyhudi.spark.worker import map_in_arrow, per_item
@@ -66,16 +65,6 @@ def keeps_record_index(cfg: HudiConfig) -> bool:
 def sizing(cfg: HudiConfig) -> R.Sizing:
     return R.Sizing(cfg.get(C.METADATA_RECORD_INDEX_MIN_GROUPS), cfg.get(C.METADATA_RECORD_INDEX_MAX_GROUPS),
                     cfg.get(C.METADATA_RECORD_INDEX_MAX_GROUP_SIZE), cfg.get(C.METADATA_RECORD_INDEX_GROWTH))
-
-
-def index_slices(table: HudiTable) -> list[MdtSlice] | None:
-    """The record index file groups' latest slices, or None when the table has no usable one."""
-    if R.PARTITION not in usable_partitions(table.config.props) or table.metadata_listing() is None:
-        return None  # not kept, or behind the timeline
-    mdt = MetadataTable(table.storage)
-    if not mdt.exists():
-        return None
-    return mdt.slices(R.PARTITION, table.timeline) or None
 
 
 def _with_group(df: DataFrame, groups: int, key_col: str | None = None) -> DataFrame:
@@ -136,7 +125,7 @@ def locate(table: HudiTable, keyed: DataFrame) -> Located | None:
     (by record index file group, a few groups per task) and only the keys found come back; each
     task reads of its file groups the data blocks its keys can be in. None when the table has no
     usable record index."""
-    slices = index_slices(table)
+    slices = table.record_index_slices()
     if slices is None:
         return None
     storage = table.storage
@@ -205,7 +194,7 @@ def write_changes(spark: SparkSession, table: HudiTable, instant: str, rows: lis
     """Write the record index log files of a write (its stats ``rows``; ``replaced`` file groups
     of an overwrite; ``schema`` of the files it wrote) before the instant completes; their stats
     go into the MDT delta commit."""
-    slices = index_slices(table)
+    slices = table.record_index_slices()
     if slices is None:
         return []
     partitions = sorted({r["partition_path"] for r in rows} | set(replaced or {}))

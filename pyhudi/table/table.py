@@ -26,8 +26,9 @@ from pyhudi.config.properties import (
 from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
 from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
-from pyhudi.metadata import column_stats
-from pyhudi.metadata.files import FILES_PARTITION, FileListing
+from pyhudi.metadata import column_stats, record_index
+from pyhudi.metadata.files import FILES_PARTITION, FileListing, MdtSlice
+from pyhudi.metadata.keys import file_group_id, file_group_indexes
 from pyhudi.metadata.table import MetadataTable, usable_partitions
 from pyhudi.storage import Storage, resolve_options
 from pyhudi.table.fs_view import FileSystemView
@@ -208,6 +209,42 @@ class HudiTable:
             log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
             return None
         return column_stats.column_ranges(records, columns, schema)
+
+    def record_index_slices(self) -> list[MdtSlice] | None:
+        """The latest slice of every file group of the metadata table's ``record_index``, as
+        readers see them; None when the table keeps no usable one (not declared, or the metadata
+        table behind the timeline)."""
+        if record_index.PARTITION not in usable_partitions(self.config.props) or self.metadata_listing() is None:
+            return None
+        return self._metadata_table().slices(record_index.PARTITION, self.timeline) or None
+
+    def record_locations(self, keys: Iterable[str]) -> dict[str, tuple[str, str]] | None:
+        """key -> (partition path, file id) of those of ``keys`` the record index holds (a key it
+        does not hold is in no committed file group); None when the table has no usable record
+        index: none kept, behind the timeline, unreadable, or not one global index of file groups
+        ``record-index-0000-0`` on (Hudi 1.x's partitioned record index names its groups by data
+        partition). Each index file group is read for its keys only, in the blocks that can hold
+        them."""
+        try:
+            slices = self.record_index_slices()
+            if slices is None:
+                return None
+            by_group = {s.file_id: s for s in slices}
+            if sorted(by_group) != [file_group_id(record_index.FILE_GROUP_PREFIX, i) for i in range(len(slices))]:
+                log.warning("the record index of %s is not one global index of numbered file groups; not using it",
+                            self.path)
+                return None
+            wanted = sorted(set(keys))
+            groups = file_group_indexes(pa.array(wanted, pa.string()), len(slices)).tolist()
+            found: dict[str, tuple[str, str]] = {}
+            for group in sorted(set(groups)):
+                found.update(record_index.lookup(self.storage, by_group[file_group_id(record_index.FILE_GROUP_PREFIX,
+                                                                                      group)],
+                                                 [k for k, g in zip(wanted, groups) if g == group]))
+        except (FileNotFoundError, HudiError) as exc:  # compacted and cleaned while being read, damaged
+            log.warning("cannot read the record index of %s (%s); not using it", self.path, exc)
+            return None
+        return found
 
     def _metadata_table(self) -> MetadataTable:
         """A fresh handle of the metadata table, its timeline to be listed anew; its layout (from
