@@ -148,3 +148,11 @@ def test_blocks_are_cut_as_hudi_cuts_them():
     assert reader.trailer.data_index_count == 4  # [a] [b b] [c] [d]
     assert list(reader.get_all(b"b")) == [b"2", b"3"] and list(reader.items()) == cells
     assert reader.file_info["hfile.LASTKEY"] == b"\x00\x01d"
+
+
+@pytest.mark.parametrize("last_key", [b"\x00\x09hudi", b"\x00\x01a", b"x", b""])
+def test_a_last_key_the_file_cannot_end_with_is_not_trusted(last_key):
+    """``hfile.LASTKEY`` cut short, below the file's rows, or missing: lookups read the blocks."""
+    cells = [(f"k{i:03d}".encode(), b"v") for i in range(50)]
+    reader = HFileReader(write_hfile(cells, block_size=64, file_info={"hfile.LASTKEY": last_key}))
+    assert reader.get_many([b"k000", b"k049", b"k050"]) == {b"k000": b"v", b"k049": b"v"}

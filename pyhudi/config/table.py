@@ -255,7 +255,8 @@ METADATA_RECORD_INDEX_ENABLE = option(
     "key, updated by every write. A key maps to one place, so it suits tables whose keys are unique "
     "across partitions (those of a global index), as in Hudi 0.14. hoodie.index.type=RECORD_INDEX keeps "
     "it whatever this says. A write without either removes the partition. In a snapshot query's options, "
-    "true has filters that name record keys (=, IN) read only the file groups the index locates them in; "
+    "true has filters that name record keys (=, IN) read only the file groups the index locates them in "
+    "(with hoodie.enable.data.skipping on); "
     "set it only for tables that hold each key once (a global index, no duplicates inserted), since the "
     "index knows one place per key.", parse_bool)
 METADATA_RECORD_INDEX_MIN_GROUPS = option(

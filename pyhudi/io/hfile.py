@@ -13,7 +13,7 @@ A block header is 33 bytes: magic (8), on-disk size without header (4), uncompre
 without header (4), previous block offset (8), checksum type (1), bytes per checksum (4), on-disk
 data size with header (4); all big-endian. Checksums (4 bytes per ``bytes per checksum`` chunk)
 cover header and on-disk data and follow the data. A cell is key length (4), value length (4),
-key, value, and a memstore-timestamp varint; the key is row length (2), row, family length (1),
+key, value, and a memstore timestamp (a Hadoop vlong); the key is row length (2), row, family length (1),
 family, qualifier, timestamp (8), type (1). Hudi keeps its record key in the row and leaves
 family and qualifier empty, so lookups compare rows.
 
@@ -298,7 +298,7 @@ class HFileReader:
             value_at = key_at + klen
             yield body[key_at + 2:key_at + 2 + rlen], body[value_at:value_at + vlen]
             pos = value_at + vlen
-            pos = _varint(body, pos)[1]  # memstore timestamp
+            pos = _read_vlong(body, pos)[1]  # memstore timestamp
 
     def items(self) -> Iterator[tuple[bytes, bytes]]:
         """Every (row, value), in key order."""
@@ -329,9 +329,15 @@ class HFileReader:
         """The value of each of ``rows`` the file holds (the first cell of the row), reading only
         the data blocks the block index points the rows to: one decompression per block touched,
         however many rows fall into it, and each block's cells walked only up to the last row
-        wanted there. Rows past the file's last row (``hfile.LASTKEY``) touch no block."""
-        last = self.file_info.get("hfile.LASTKEY")
-        last_row = key_row(last) if last is not None and len(last) >= 2 else None
+        wanted there. Rows past the file's last row (``hfile.LASTKEY``) touch no block. Cells of
+        one row are looked for in one block: HBase's and Hudi's writers never split a row's cells
+        between blocks."""
+        last = self.file_info.get("hfile.LASTKEY") or b""
+        last_row: bytes | None = None
+        if len(last) >= 2 and 2 + struct.unpack_from(">H", last, 0)[0] <= len(last):
+            last_row = key_row(last)
+            if self._rows and last_row < self._rows[-1]:
+                last_row = None  # (not a key this file could have ended with: not trusted)
         by_block: dict[int, list[bytes]] = {}
         index = self._rows
         for row in rows:
@@ -357,7 +363,7 @@ class HFileReader:
 def _find_rows(body: bytes, wanted: list[bytes]) -> dict[bytes, bytes]:
     """The first value of each of ``wanted`` (sorted, distinct) in the cells of a data block, which
     are in row order. A cell is key length, value length (4 bytes each), the key (row length, 2
-    bytes, and the row first), the value, and a varint memstore timestamp. Cells all of one shape
+    bytes, and the row first), the value, and a memstore timestamp (vlong). Cells all of one shape
     (a record index's: keys of one length, values of one length) are binary-searched in place;
     others are walked once, up to the first row past the last one wanted."""
     found = _find_fixed(body, wanted)
@@ -415,7 +421,7 @@ def _walk_rows(body: bytes, wanted: list[bytes]) -> dict[bytes, bytes]:
                 return out
             target = wanted[i]
         pos = value_at + vlen
-        pos = pos + 1 if body[pos] < 0x80 else _varint(body, pos)[1]  # memstore timestamp
+        pos = pos + 1 if body[pos] < 0x80 else _read_vlong(body, pos)[1]  # memstore timestamp
     return out
 
 

@@ -294,8 +294,8 @@ def indexed_groups(table: HudiTable, cfg: HudiConfig, predicate: Predicate) -> s
     if located is None:
         return None
     groups = set(located.values())
-    log.info("record index of %s: %d of %d keys found, in %d file groups", table.path, len(located), len(keys),
-             len(groups))
+    log.info("record index of %s: %d of %d candidate keys found, in %d file groups", table.path, len(located),
+             len(keys), len(groups))
     return groups
 
 
