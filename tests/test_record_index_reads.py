@@ -6,6 +6,8 @@ file of a partition, and the filters do not name the partition column."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import hudi_rs_rows
 from pyspark.sql import functions as F
@@ -207,3 +209,32 @@ def test_an_index_of_other_file_groups_is_not_used(spark, tmp_path, caplog):
     assert "not one global index" in caplog.text
     assert sorted(r["id"] for r in pyhudi.read(spark, path, USE_INDEX).where("id IN ('a', 'b')").collect()) == \
         ["a", "b"]
+
+
+def test_a_partitioned_record_index_is_read_around_and_refuses_writes(spark, v9_table, tmp_path):
+    """A table whose index.json declares its record index partitioned (Hudi 1.x's non-global one):
+    key filters read by statistics, and writes and table services are refused before anything is
+    written (pyhudi keeps a global index, whose updates would go to the wrong file groups)."""
+    import shutil
+
+    from pyhudi.errors import HudiUnsupportedError
+
+    path = str(tmp_path / "t")
+    shutil.copytree(v9_table, path)
+    defs = Path(path) / ".hoodie" / ".index_defs" / "index.json"
+    text = defs.read_text()
+    assert '"isPartitioned" : "false"' in text
+    defs.write_text(text.replace('"isPartitioned" : "false"', '"isPartitioned" : "true"'))
+    # (without the secondary indexes Hudi wrote, which are refused first)
+    HudiTable(path).update_properties({"hoodie.table.metadata.partitions":
+                                       "column_stats,files,partition_stats,record_index"})
+    before = sorted(p.name for p in (Path(path) / ".hoodie").iterdir())
+    table = HudiTable(path)
+    assert table.record_locations(["TXN-001"]) is not None  # (its file groups here are the global ones)
+    for action in ("write", "clean", "compaction"):
+        with pytest.raises(HudiUnsupportedError, match="partitioned record index"):
+            table.check_writable(action)
+    frame = spark.createDataFrame([("TXN-001", "eu")], "txn_id string, region string")
+    with pytest.raises(HudiUnsupportedError, match="partitioned record index"):
+        pyhudi.write(frame, path, {"hoodie.table.name": "t"})
+    assert sorted(p.name for p in (Path(path) / ".hoodie").iterdir()) == before

@@ -37,7 +37,7 @@ from pyhudi.commit.record_index_build import build_locally
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import load_table_config, update_table_config
-from pyhudi.config.support import INDEX_DEFS_PATH, METADATA_PARTITIONS_INFLIGHT
+from pyhudi.config.support import INDEX_DEFS_FILE, INDEX_DEFS_PATH, METADATA_PARTITIONS_INFLIGHT
 from pyhudi.io.avro_schema import META_FIELDS
 from pyhudi.metadata import bloom_filters, column_stats
 from pyhudi.metadata.convert import Record, clean_records, commit_records, merge_records, rollback_records
@@ -63,7 +63,6 @@ from pyhudi.timeline.timeline import Timeline
 
 log = logging.getLogger("pyhudi")
 
-INDEX_DEFS_FILE = ".hoodie/.index_defs/index.json"
 
 
 @dataclass(frozen=True)

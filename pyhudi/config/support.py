@@ -64,6 +64,8 @@ METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 #: where the index definitions of a table of version 8 on are kept (``.hoodie/.index_defs/index.json``)
 INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
+#: the index definitions file Hudi 1.x and pyhudi write, when the property does not name one
+INDEX_DEFS_FILE = ".hoodie/.index_defs/index.json"
 #: metadata-table partitions of indexes users create (CREATE INDEX), which pyhudi does not maintain
 USER_INDEX_PREFIXES = ("secondary_index_", "expr_index_")
 

@@ -171,7 +171,7 @@ def _within_metadata_table(table: HudiTable, chosen: list[str]) -> list[str]:
 @under_table_lock
 def archive(table: HudiTable, cfg: HudiConfig) -> list[str]:
     """Archive what the rules allow; returns the archived instant times."""
-    table.config.check_writable("archive")
+    table.check_writable("archive")
     validate(cfg)
     table.reload()
     chosen = _within_metadata_table(table, instants_to_archive(table, cfg))

@@ -198,7 +198,7 @@ def clean(table: HudiTable, cfg: HudiConfig, *, force: bool = False) -> list[Cle
     Every instant completes through the commit point of ``cfg``, so the metadata table is kept as
     the writer's options say.
     """
-    table.config.check_writable("clean")
+    table.check_writable("clean")
     table.timeline.reload()
     point = CommitPoint.of(table, cfg)
     concurrency = Concurrency.of(cfg)

@@ -159,7 +159,7 @@ def _group(partition: str, slices: list[FileSlice], total: int, target: int) -> 
 
 def schedule_clustering(table: HudiTable, cfg: HudiConfig) -> str | None:
     """Write a clustering plan for ``table`` now; its instant, or None when nothing is worth clustering."""
-    table.config.check_writable("clustering", merges=True)
+    table.check_writable("clustering", merges=True)
     index = cfg.get(C.INDEX_TYPE) if cfg.is_set(C.INDEX_TYPE) else \
         recorded_options(table.timeline).get(C.INDEX_TYPE.key, "").upper()  # as the table's writers say
     if index == "BUCKET":

@@ -118,7 +118,7 @@ def compaction_due(timeline: Timeline, cfg: HudiConfig) -> bool:
 @under_table_lock
 def schedule_compaction(table: HudiTable, cfg: HudiConfig, *, instant_time: str | None = None) -> str | None:
     """Schedule a compaction of ``table`` now; its instant, or None when no file slice has logs."""
-    table.config.check_writable("compaction", merges=True)
+    table.check_writable("compaction", merges=True)
     if table.table_type != MERGE_ON_READ:
         raise HudiCompactionError(f"{table.path} is a {table.table_type} table; only MERGE_ON_READ tables compact")
     table.timeline.reload()

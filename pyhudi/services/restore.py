@@ -101,7 +101,7 @@ def _refuse_beside_live_writes(table: HudiTable, what: str, cfg: HudiConfig | No
 @under_table_lock
 def rollback_commit(table: HudiTable, instant: str | None = None, *, cfg: HudiConfig | None = None) -> str:
     """Roll back the latest completed write (``instant`` must name it, if given); returns the rollback instant."""
-    table.config.check_writable("rollback")
+    table.check_writable("rollback")
     timeline = table.timeline.reload()
     policy = _refuse_beside_live_writes(table, "roll back a commit", cfg)
     point = CommitPoint.of(table, cfg)
@@ -166,7 +166,7 @@ def restore(table: HudiTable, savepoint: str, *, cfg: HudiConfig | None = None) 
     A restore that died midway is finished by the next call (for the same savepoint); writes are
     refused until then.
     """
-    table.config.check_writable("restore")
+    table.check_writable("restore")
     started = time.monotonic()
     timeline = table.timeline.reload()
     _refuse_beside_live_writes(table, "restore", cfg)

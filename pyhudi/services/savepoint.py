@@ -27,7 +27,7 @@ from pyhudi.transaction.lock import under_table_lock
 def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str | None = None,
                      comments: str = "", cfg: HudiConfig | None = None) -> Savepoint:
     """Savepoint completed commit ``instant`` (default: the latest)."""
-    table.config.check_writable("savepoint")
+    table.check_writable("savepoint")
     timeline = table.timeline.reload()
     writes = timeline.completed_writes()
     if instant is None:
@@ -64,7 +64,7 @@ def create_savepoint(table: HudiTable, instant: str | None = None, *, user: str 
 @under_table_lock
 def delete_savepoint(table: HudiTable, instant: str, *, cfg: HudiConfig | None = None) -> None:
     """Remove a savepoint (or what a creation that died left of one); no data file is touched."""
-    table.config.check_writable("savepoint deletion")
+    table.check_writable("savepoint deletion")
     timeline = table.timeline.reload()
     if not any(s.timestamp == instant for s in timeline.instants() if s.action == SAVEPOINT):
         raise HudiInstantNotFoundError(f"there is no savepoint at {instant}; `pyhudi savepoint list` shows them")

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyhudi import config as C
-from pyhudi.commit.metadata_sync import INDEX_DEFS_FILE, prepare_metadata_table
+from pyhudi.commit.metadata_sync import prepare_metadata_table
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
 from pyhudi.config.properties import bare_partition_fields, update_table_config
@@ -36,6 +36,7 @@ from pyhudi.config.support import (
     COMMIT_TIME_STRATEGY,
     EVENT_TIME_STRATEGY,
     HISTORY_PATH,
+    INDEX_DEFS_FILE,
     INDEX_DEFS_PATH,
     INITIAL_VERSION,
     MERGE_PROPERTY_PREFIX,

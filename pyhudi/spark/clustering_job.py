@@ -82,7 +82,7 @@ IN_TASK_GROUP_BYTES = 64 << 20
 def run_clustering(spark: SparkSession, table: HudiTable, instant_time: str,
                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Execute the pending clustering plan ``instant_time`` and complete it; returns its figures."""
-    table.config.check_writable("clustering", merges=True)
+    table.check_writable("clustering", merges=True)
     cfg = HudiConfig.of(options)
     lock = TableLock(table.storage, cfg)
     policy = HeartbeatPolicy.of(cfg)

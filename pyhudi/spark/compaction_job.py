@@ -50,7 +50,7 @@ def _merge_spec(table: HudiTable, cfg: HudiConfig) -> MergeSpec:
 def run_compaction(spark: SparkSession, table: HudiTable, instant_time: str,
                    options: Mapping[str, Any] | None = None) -> CommitMetadata:
     """Execute the pending compaction plan ``instant_time`` and complete it as a commit."""
-    table.config.check_writable("compaction", merges=True)
+    table.check_writable("compaction", merges=True)
     cfg = HudiConfig.of(options)
     lock = TableLock(table.storage, cfg)
     policy = HeartbeatPolicy.of(cfg)

@@ -83,7 +83,7 @@ def check_request(storage: Storage, cfg: HudiConfig, mode: str) -> WriteRequest:
     path = storage.uri()
     table = HudiTable.open_if_exists(storage)
     if table is not None:
-        table.config.check_writable("write", merges=True)
+        table.check_writable("write", merges=True)
         table_keygen_kind(table.properties)  # refuses a key generator pyhudi does not implement
         check_table_config(cfg, table)
         cfg = cfg.with_defaults(options_from_table(table))

@@ -23,7 +23,14 @@ from pyhudi.config.properties import (
     store_table_config,
     update_table_config,
 )
-from pyhudi.errors import HudiError, HudiInstantNotFoundError, HudiTableNotFoundError, HudiTablePropertiesError
+from pyhudi.config.support import INDEX_DEFS_FILE, INDEX_DEFS_PATH
+from pyhudi.errors import (
+    HudiError,
+    HudiInstantNotFoundError,
+    HudiTableNotFoundError,
+    HudiTablePropertiesError,
+    HudiUnsupportedError,
+)
 from pyhudi.io.avro_schema import table_arrow_schema
 from pyhudi.io.base_file import read_footer
 from pyhudi.metadata import column_stats, record_index
@@ -209,6 +216,29 @@ class HudiTable:
             log.warning("cannot read the column stats of %s (%s); reading footers", self.path, exc)
             return None
         return column_stats.column_ranges(records, columns, schema)
+
+    def check_writable(self, action: str, *, merges: bool = False) -> None:
+        """Refuse ``action`` (a write or a table service) before it writes a file when pyhudi does
+        not write this table: what its properties say (:meth:`TableConfig.check_writable`), and a
+        record index its ``index.json`` declares partitioned (Hudi 1.x's non-global record index,
+        whose file groups are per data partition: pyhudi keeps one global index, and its updates
+        would go to the wrong file groups)."""
+        self.config.check_writable(action, merges=merges)
+        if record_index.PARTITION not in self.config.metadata_partitions or self.config.version < 8:
+            return
+        path = self.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
+        raw = self.storage.read_bytes_or_none(path)
+        try:
+            defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {} if raw is not None else {}
+            options = (defs.get(record_index.PARTITION) or {}).get("indexOptions") or {}
+        except (ValueError, AttributeError) as exc:
+            raise HudiUnsupportedError(f"{action} refused: table {self.name} has an index definitions file {path} "
+                                       f"that is not Hudi's JSON ({exc}); nothing was written") from None
+        if str(options.get("isPartitioned", "false")).strip().lower() == "true":
+            raise HudiUnsupportedError(
+                f"{action} refused: table {self.name} has a partitioned record index ({path}: isPartitioned=true), "
+                "which pyhudi does not maintain (it keeps one global record index); nothing was written. Write "
+                "this table with Apache Hudi's own Spark bundle")
 
     def record_index_slices(self) -> list[MdtSlice] | None:
         """The latest slice of every file group of the metadata table's ``record_index``, as
