@@ -64,7 +64,6 @@ from pyhudi.timeline.timeline import Timeline
 log = logging.getLogger("pyhudi")
 
 
-
 @dataclass(frozen=True)
 class MetadataOptions:
     """The writer's options that shape every metadata-table delta commit. Read once from the

@@ -22,7 +22,6 @@ do not.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,8 +35,6 @@ from pyhudi.config.support import (
     COMMIT_TIME_STRATEGY,
     EVENT_TIME_STRATEGY,
     HISTORY_PATH,
-    INDEX_DEFS_FILE,
-    INDEX_DEFS_PATH,
     INITIAL_VERSION,
     MERGE_PROPERTY_PREFIX,
     MERGE_STRATEGY,
@@ -112,7 +109,7 @@ def _check(table: HudiTable, to_version: int) -> None:
     foreign = _foreign_index_definitions(table)
     if foreign:
         raise _refuse(table, f"it has index definitions pyhudi does not keep ({', '.join(foreign)}, in "
-                      f"{table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE})",
+                      f"{table.index_definitions_path})",
                       "Drop those indexes with Apache Hudi first (DROP INDEX)")
     if to_version == 9 and version < 9 and table.config.keygen_class == _KEYGEN + "ComplexKeyGenerator" \
             and len(table.config.record_key_fields) == 1:
@@ -164,15 +161,10 @@ def _foreign_index_definitions(table: HudiTable) -> list[str]:
     ``record_index`` there (:func:`pyhudi.commit.metadata_sync.index_definitions`); a version change
     drops the metadata table and those definitions with it (``prepare_metadata_table``), as Hudi's
     ``EightToSevenDowngradeHandler`` drops the metadata partitions it does not keep."""
-    path = table.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
-    raw = table.storage.read_bytes_or_none(path)
-    if raw is None:
-        return []
-    try:
-        defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {}
-        kinds = {name: str(d.get("indexType") or name) for name, d in defs.items()}
-    except (ValueError, AttributeError):
-        return [f"{path} (not Hudi's index definitions JSON)"]
+    defs = table.index_definitions()
+    if defs is None:
+        return [f"{table.index_definitions_path} (not Hudi's index definitions JSON)"]
+    kinds = {name: str(d.get("indexType") or name) for name, d in defs.items()}
     return sorted(name for name, kind in kinds.items() if kind not in OWN_INDEX_TYPES)
 
 

@@ -226,19 +226,35 @@ class HudiTable:
         self.config.check_writable(action, merges=merges)
         if record_index.PARTITION not in self.config.metadata_partitions or self.config.version < 8:
             return
-        path = self.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
-        raw = self.storage.read_bytes_or_none(path)
-        try:
-            defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {} if raw is not None else {}
-            options = (defs.get(record_index.PARTITION) or {}).get("indexOptions") or {}
-        except (ValueError, AttributeError) as exc:
-            raise HudiUnsupportedError(f"{action} refused: table {self.name} has an index definitions file {path} "
-                                       f"that is not Hudi's JSON ({exc}); nothing was written") from None
+        defs = self.index_definitions()
+        if defs is None:
+            raise HudiUnsupportedError(f"{action} refused: table {self.name} has an index definitions file "
+                                       f"{self.index_definitions_path} that is not Hudi's JSON; nothing was written")
+        options = (defs.get(record_index.PARTITION) or {}).get("indexOptions") or {}
         if str(options.get("isPartitioned", "false")).strip().lower() == "true":
             raise HudiUnsupportedError(
-                f"{action} refused: table {self.name} has a partitioned record index ({path}: isPartitioned=true), "
-                "which pyhudi does not maintain (it keeps one global record index); nothing was written. Write "
-                "this table with Apache Hudi's own Spark bundle")
+                f"{action} refused: table {self.name} has a partitioned record index ({self.index_definitions_path}: "
+                "isPartitioned=true), which pyhudi does not maintain (it keeps one global record index); nothing "
+                "was written. Write this table with Apache Hudi's own Spark bundle")
+
+    @property
+    def index_definitions_path(self) -> str:
+        """Where a table of version 8 on keeps its index definitions (``hoodie.table.index.defs.path``)."""
+        return self.config.props.get(INDEX_DEFS_PATH) or INDEX_DEFS_FILE
+
+    def index_definitions(self) -> dict[str, dict[str, Any]] | None:
+        """Index name -> definition from :attr:`index_definitions_path` (empty when there is no such
+        file); None when the file is not Hudi's index definitions JSON."""
+        raw = self.storage.read_bytes_or_none(self.index_definitions_path)
+        if raw is None:
+            return {}
+        try:
+            defs = json.loads(raw.decode("utf-8")).get("indexDefinitions") or {}
+        except (ValueError, AttributeError):
+            return None
+        if not isinstance(defs, dict) or not all(isinstance(d, dict) for d in defs.values()):
+            return None
+        return defs
 
     def record_index_slices(self) -> list[MdtSlice] | None:
         """The latest slice of every file group of the metadata table's ``record_index``, as
