@@ -125,6 +125,7 @@ def test_without_a_usable_record_index_reads_prune_by_statistics(spark, tmp_path
     _write(spark, path, [("c", "y", 2, 3)], **{"hoodie.metadata.enable": "false"})
     assert HudiTable(path).record_locations(["a"]) is None
     assert [r["id"] for r in pyhudi.read(spark, path, USE_INDEX).where("id = 'c'").collect()] == ["c"]
+    assert sorted(r["id"] for r in hudi_rs_rows(path)) == ["a", "b", "c"]
 
 
 def test_datasource_reads_the_located_slices(spark, table):
@@ -188,6 +189,7 @@ def test_without_the_read_option_a_key_held_twice_is_read_twice(spark, tmp_path)
     _write(spark, path, [("a", "y", 2, 3)], **simple)  # a second "a", in partition y
     rows = sorted((r["_hoodie_partition_path"], r["n"]) for r in pyhudi.read(spark, path).where("id = 'a'").collect())
     assert rows == [("x", 1), ("y", 3)]
+    assert sorted((r["_hoodie_partition_path"], r["n"]) for r in hudi_rs_rows(path) if r["id"] == "a") == rows
     trusted = pyhudi.read(spark, path, USE_INDEX).where("id = 'a'").collect()
     assert [(r["_hoodie_partition_path"], r["n"]) for r in trusted] == [("y", 3)]
 
@@ -208,7 +210,7 @@ def test_an_index_of_other_file_groups_is_not_used(spark, tmp_path, caplog):
         assert HudiTable(path).record_locations(["a", "b"]) is None
     assert "not one global index" in caplog.text
     assert sorted(r["id"] for r in pyhudi.read(spark, path, USE_INDEX).where("id IN ('a', 'b')").collect()) == \
-        ["a", "b"]
+        ["a", "b"] == sorted(r["id"] for r in hudi_rs_rows(path))
 
 
 def test_a_partitioned_record_index_is_read_around_and_refuses_writes(spark, v9_table, tmp_path):
