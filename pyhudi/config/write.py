@@ -191,16 +191,18 @@ PARTITION_LOCAL_WRITE = option(
     "in all, unless a partition receives more than 2,000,000 records; false always takes Hudi's "
     "distributed chain of tagging, profiling and bucketing stages.", parse_bool)
 SMALL_BATCH_BYTES = option(
-    "pyhudi.write.small.batch.bytes", 64 * MB,
+    "pyhudi.write.small.batch.bytes", 128 * MB,
     "pyhudi only: a partition-local write (see pyhudi.write.partition.local) whose input Spark's "
     "optimizer estimates at or below this many bytes (the estimate Spark's broadcast join threshold "
-    "uses; known for local data and file scans) is brought to the driver as Arrow in one Spark job (none "
-    "for a small pandas frame of plain columns) and tagged, sized, written and committed there without "
-    "further Spark jobs; larger or unknown inputs "
-    "take the two-job path. 0 always takes the two-job path. On local[2] the driver path took "
-    "0.5-0.65x the two-job path's time from 1,000 to 1,000,000 rows (benchmarks/small_batch.py; "
-    "BENCHMARKS.md, 'Small batches'); the default, about 430,000 drone rows, bounds the Arrow the "
-    "driver holds and leaves larger batches to a cluster's executors.",
+    "uses; known for local data and file scans), or a pandas or Arrow frame whose Arrow batches Spark "
+    "holds on the driver in at most this many bytes, is brought to the driver as Arrow and tagged, "
+    "sized, written and committed there without further Spark jobs: in one Spark job, or none for a "
+    "small pandas frame of plain columns and for a held frame of plain columns keyed by string or "
+    "integer fields; larger or unknown inputs take the two-job path. 0 always takes the two-job path. "
+    "On local[2] the driver path took 0.5-0.65x the two-job path's time from 1,000 to 1,000,000 rows "
+    "collected by a Spark job, and a held frame's daily drone upsert (316,800 rows, 69 MB) 0.3x "
+    "(benchmarks/small_batch.py, benchmarks/drones.py; BENCHMARKS.md). The default, about 580,000 drone "
+    "rows of Arrow, bounds what the driver holds and leaves larger batches to a cluster's executors.",
     parse_non_negative_int)
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = option(
     "hoodie.merge.small.file.group.candidates.limit", 1,

@@ -124,6 +124,20 @@ class KeyGenSpec:
         return self.kind == COMPLEX and len(self.record_key_fields) == 1
 
 
+def missing_key_message(fields: tuple[str, ...]) -> str:
+    """The refusal of rows without a record key: one field null or empty, or several all so."""
+    if len(fields) == 1:
+        return (f"record key field {fields[0]!r} is null or empty in some incoming rows; "
+                "every record needs a key: filter or fill them before writing")
+    return f"record key fields {', '.join(fields)} are all null or empty in some incoming rows"
+
+
+def missing_ordering_message(field: str) -> str:
+    """The refusal of rows without an ordering (precombine) value."""
+    return (f"precombine field {field!r} (hoodie.datasource.write.precombine.field) is null in some incoming "
+            "rows; every record needs an ordering value: fill it in, or write without a precombine field")
+
+
 def kind_of_class(name: str, *, what: str = "key generator") -> str:
     """The kind of a key generator class (full or simple name); one pyhudi does not implement is
     refused, ``what`` naming where it was given (``key=`` for an option or property)."""

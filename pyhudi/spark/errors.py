@@ -14,5 +14,6 @@ def translate(exc: BaseException) -> HudiError | None:
     if KEY_ERROR_MARKER in text:
         m = re.search(re.escape(KEY_ERROR_MARKER) + r"\s*([^\n]*)", text)
         detail = m.group(1).strip() if m else "invalid record key"
+        detail = re.sub(r"\s*SQLSTATE: \w+$", "", detail)  # (Spark 4 appends the error's state to its line)
         return HudiKeyError(detail.rstrip(". "))
     return None

@@ -32,6 +32,8 @@ from pyhudi.keygen.spec import (
     SIMPLE,
     TIMESTAMP,
     KeyGenSpec,
+    missing_key_message,
+    missing_ordering_message,
 )
 from pyhudi.spark.local_batch import collect_local
 from pyhudi.table.table import HudiTable
@@ -88,8 +90,7 @@ def required_ordering(field: str, *, unless: Column | None = None) -> Column:
     order; a combine step would otherwise drop it or let it lose to any other version of its key.
     Rows ``unless`` holds for (a statement's hard deletes) need none."""
     value = F.col(f"`{field}`")
-    message = (f"precombine field {field!r} (hoodie.datasource.write.precombine.field) is null in some incoming "
-               "rows; every record needs an ordering value: fill it in, or write without a precombine field")
+    message = missing_ordering_message(field)
     missing = value.isNull() if unless is None else value.isNull() & ~unless
     return F.when(missing, _raise(message)).otherwise(value)
 
@@ -116,8 +117,7 @@ def record_key_expr(spec: KeyGenSpec, schema: T.StructType, *, instant: str | No
     values = [value_string(f, field_type(schema, f), spec.consistent_logical_timestamp) for f in fields]
     if len(fields) == 1:
         v = values[0]
-        msg = (f"record key field {fields[0]!r} is null or empty in some incoming rows; "
-               "every record needs a key: filter or fill them before writing")
+        msg = missing_key_message(fields)
         key = F.concat(F.lit(fields[0] + ":"), v) if spec.single_complex_key and spec.field_prefixed else v
         return F.when(v.isNull() | (v == ""), _raise(msg)).otherwise(key)
     parts = [F.concat(F.lit(f + ":"), F.when(v.isNull(), F.lit(NULL_KEY))
@@ -126,7 +126,7 @@ def record_key_expr(spec: KeyGenSpec, schema: T.StructType, *, instant: str | No
     for v in values:
         cond = v.isNull() | (v == "")
         all_missing = cond if all_missing is None else (all_missing & cond)
-    msg = f"record key fields {', '.join(fields)} are all null or empty in some incoming rows"
+    msg = missing_key_message(fields)
     assert all_missing is not None
     return F.when(all_missing, _raise(msg)).otherwise(F.concat_ws(",", *parts))
 

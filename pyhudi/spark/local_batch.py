@@ -13,6 +13,12 @@ no ``Row`` objects) and are put into columns with pyarrow, which is exact for pl
 (strings, integers, floating point, booleans, binary, decimals; dates as days and timestamps as
 microseconds since the epoch, with or without time zone, so that no Python ``date`` or
 ``datetime`` is made). A batch with a nested column is collected with ``toArrow``: one Spark job.
+
+A larger pandas or Arrow frame (past ``spark.sql.execution.arrow.localRelationThreshold``, 48 MB by
+default) is no local relation: Spark keeps the Arrow record batches PySpark sent it in the
+driver's JVM and reads them in tasks. :func:`held_arrow` finds those batches in the frame's plan;
+they come to Python through one local socket without a Spark job (69 MB of drone rows in 60-90 ms,
+where ``toArrow``'s job takes 0.7 s on two cores).
 """
 
 from __future__ import annotations
@@ -21,10 +27,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
+from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from pyhudi.spark.compat import arrow_schema, collect_arrow, collect_values
+from pyhudi.spark.compat import arrow_schema, collect_arrow, collect_values, serve_bytes
 
 #: the most rows of a one-column local relation collected on the driver, a row of ``n`` columns
 #: weighing ``1 + n / 10`` (:func:`fits_driver`): the optimizer evaluates a projection and
@@ -93,3 +100,69 @@ def _array(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
     if pa.types.is_date32(kind):
         return pa.array(values, type=pa.int32()).cast(kind)
     return pa.array(values, type=kind)
+
+
+class HeldArrow:
+    """The Arrow record batches of a frame Spark made from pandas or Arrow data on the driver
+    (``ArrowConverters.toDataFrame``: a ``LogicalRDD`` reading a ``ParallelCollectionRDD`` of
+    serialized record batches, named ``arrow``), and their size in the driver's heap."""
+
+    def __init__(self, jvm: Any, schema: T.StructType, partitions: Any, nbytes: int) -> None:
+        self.schema = schema
+        self.nbytes = nbytes
+        self._jvm = jvm
+        self._partitions = partitions
+
+    def fetch(self) -> pa.Table | None:
+        """The rows as one Arrow table typed as :func:`~pyhudi.spark.compat.arrow_schema` types
+        the frame's schema; None when the batches do not read as that schema (a PySpark that sent
+        other types: the caller then lets Spark read the frame)."""
+        jvm = self._jvm
+        convert = jvm.scala.collection.JavaConverters
+        messages = jvm.java.util.ArrayList()
+        for part in self._partitions:  # (references only: no batch crosses py4j)
+            messages.addAll(convert.seqAsJavaList(part.values()))
+        blobs = serve_bytes(jvm, convert.asScalaIterator(messages.iterator()))
+        wanted = arrow_schema(self.schema)
+        # PySpark sends strings and binaries with 64-bit offsets when asked to
+        # (spark.sql.execution.arrow.useLargeVarTypes); a full validation tells the two apart
+        for schema in (wanted, _large_offsets(wanted)):
+            try:
+                batches = [pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(b)), schema) for b in blobs]
+                for batch in batches:
+                    batch.validate(full=True)
+            except (pa.ArrowException, ValueError):
+                continue
+            return pa.Table.from_batches(batches, schema).cast(wanted)
+        return None
+
+
+def held_arrow(df: DataFrame) -> HeldArrow | None:
+    """The Arrow batches ``df`` reads when ``df`` is exactly a pandas or Arrow frame Spark holds as
+    Arrow on the driver (no projection over it) of plain columns; None, having read nothing,
+    for any other frame."""
+    jvm = df.sparkSession.sparkContext._jvm
+    if jvm is None or not all(isinstance(f.dataType, _PLAIN) for f in df.schema.fields):
+        return None
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() != "LogicalRDD":
+            return None
+        rdd = plan.rdd()
+        if rdd.name() != "arrow" or rdd.dependencies().size() != 1:
+            return None
+        source = rdd.dependencies().head().rdd()
+        if source.getClass().getSimpleName() != "ParallelCollectionRDD":
+            return None
+        partitions = source.partitions()
+        nbytes = int(jvm.org.apache.spark.util.SizeEstimator.estimate(partitions))
+    except Py4JError:  # a Spark whose classes differ: the frame is read by Spark
+        return None
+    return HeldArrow(jvm, df.schema, partitions, nbytes)
+
+
+def _large_offsets(schema: pa.Schema) -> pa.Schema:
+    def large(kind: pa.DataType) -> pa.DataType:
+        return pa.large_string() if pa.types.is_string(kind) else pa.large_binary() if pa.types.is_binary(kind) \
+            else kind
+    return pa.schema([f.with_type(large(f.type)) for f in schema])

@@ -31,13 +31,16 @@ from pyspark.sql import DataFrame
 
 from pyhudi import config as C
 from pyhudi.config import HudiConfig
-from pyhudi.io.avro_schema import PARTITION_PATH
+from pyhudi.io.avro_schema import PARTITION_PATH, RECORD_KEY
+from pyhudi.keygen import arrow_keys
 from pyhudi.keygen.spec import KeyGenSpec
-from pyhudi.spark.compat import collect_arrow
-from pyhudi.spark.local_batch import collect_local, fits_driver
+from pyhudi.read.payloads import MergeSpec
+from pyhudi.spark.compat import arrow_schema, collect_arrow
+from pyhudi.spark.local_batch import HeldArrow, collect_local, fits_driver, held_arrow
 from pyhudi.spark.local_write import file_rows, local_index, mark_inflight, partition_job, writes_locally
-from pyhudi.spark.prepare import prepare, prepared
+from pyhudi.spark.prepare import may_flag_deletes, prepare, prepared
 from pyhudi.spark.state import WriteState, merge_spec_of
+from pyhudi.write.columns import IS_DELETE
 from pyhudi.write.partition_writer import write_partitions
 from pyhudi.write.plan import WriteContext
 from pyhudi.write.rows import counts_of
@@ -75,10 +78,18 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
     if spec.auto_keys or local_index(cfg, operation) is None or limit <= 0:
         return None
     local = fits_driver(data)
-    if not local and not is_small(cfg, data):
+    held = None if local else held_arrow(data)
+    if held is not None and held.nbytes > limit:
+        held = None
+    if not local and held is None and not is_small(cfg, data):
         return None
-    frame = prepared(data, spec, merge_spec=merge_spec_of(cfg, ordering_field), ordering_field=ordering_field,
-                     operation=operation, instant=None)
+    merge_spec = merge_spec_of(cfg, ordering_field)
+    frame = prepared(data, spec, merge_spec=merge_spec, ordering_field=ordering_field, operation=operation,
+                     instant=None)
+    if held is not None:
+        keyed = keyed_on_driver(held, frame, spec, merge_spec=merge_spec, ordering_field=ordering_field,
+                                operation=operation)
+        return keyed if keyed is not None else collect_arrow(frame)
 
     def small(planned: DataFrame) -> bool:  # the keyed rows' estimate exceeds the input's (is_small)
         size = estimated_bytes(planned)
@@ -88,6 +99,34 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
     if collected is None and (not local or is_small(cfg, data)):  # (a local relation the optimizer keeps)
         collected = collect_arrow(frame)
     return collected
+
+
+def keyed_on_driver(held: HeldArrow, frame: DataFrame, spec: KeyGenSpec, *, merge_spec: MergeSpec,
+                    ordering_field: str | None, operation: str) -> pa.Table | None:
+    """The rows of ``held`` keyed with pyarrow (:mod:`pyhudi.keygen.arrow_keys`) into the table
+    ``frame`` (their :func:`~pyhudi.spark.prepare.prepared` frame) would collect, without a Spark
+    job; None, having read nothing, where pyarrow does not render the keys as Spark does, or the
+    rows may be deletes (a delete, a payload's or a statement's delete column: the flag is Spark's
+    expression)."""
+    columns = list(held.schema.fieldNames())
+    if operation not in ("upsert", "insert") or RECORD_KEY in columns:
+        return None
+    if may_flag_deletes(columns, merge_spec, operation):
+        return None
+    if not arrow_keys.renders(spec, arrow_schema(held.schema)):
+        return None
+    wanted = arrow_schema(frame.schema)
+    rows = held.fetch()
+    if rows is None:
+        return None
+    if ordering_field and ordering_field in columns:
+        arrow_keys.require_ordering(rows, ordering_field)
+    keyed = (rows.append_column(RECORD_KEY, arrow_keys.record_keys(rows, spec))
+             .append_column(PARTITION_PATH, arrow_keys.partition_paths(rows, spec))
+             .append_column(IS_DELETE, pa.repeat(pa.scalar(False), rows.num_rows)))
+    if [(f.name, f.type) for f in keyed.schema] != [(f.name, f.type) for f in wanted]:
+        return None
+    return keyed.cast(wanted)
 
 
 def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteContext,

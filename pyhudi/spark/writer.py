@@ -37,7 +37,7 @@ from pyhudi.commit.point import CommitPoint
 from pyhudi.commit.transaction import WriteTransaction
 from pyhudi.config import HudiConfig
 from pyhudi.config import properties as P
-from pyhudi.errors import HudiCommitError, HudiConfigError, HudiError, HudiRestoreError
+from pyhudi.errors import HudiCommitError, HudiConfigError, HudiError, HudiKeyError, HudiRestoreError
 from pyhudi.io.avro_schema import FILE_NAME, IS_DELETED_FIELD, META_FIELDS, PARTITION_PATH, table_avro_schema
 from pyhudi.keygen.spec import KeyGenSpec
 from pyhudi.read.merge import MergeSpec
@@ -264,6 +264,8 @@ def check_rows(request: WriteRequest, spec: KeyGenSpec, data: DataFrame,
         try:  # (a delete from no table has nothing to delete: target_schema says so)
             collected = collect_prepared(request.cfg, spec, data, operation=request.operation,
                                          ordering_field=ordering)
+        except HudiKeyError:  # (pyarrow's key generator: rows held on the driver)
+            raise
         except Exception as exc:  # a key generator failing on a row carries pyhudi's marker
             translated = translate(exc)
             if translated is not None:
