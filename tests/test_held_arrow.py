@@ -53,17 +53,22 @@ def _plain_frame() -> pd.DataFrame:
 SCHEMA = "s string, l long, d double, b boolean, bin binary, day date, dec decimal(10,2), at timestamp"
 
 
-@pytest.mark.parametrize("large_types", [False, True], ids=["offsets32", "offsets64"])
-def test_a_held_frame_comes_to_python_as_toarrow_gives_it_without_a_spark_job(spark, large_types):
+@pytest.mark.parametrize("kind", ["offsets32", "offsets64", "local"])
+def test_a_held_frame_comes_to_python_as_toarrow_gives_it_without_a_spark_job(spark, kind):
     from pyhudi.spark.compat import collect_arrow
     from pyhudi.spark.local_batch import held_arrow
 
-    with held_frames(spark, large_types=large_types):
-        frame = spark.createDataFrame(pd.concat([_plain_frame()] * 3, ignore_index=True), SCHEMA)
+    rows = pd.concat([_plain_frame()] * 3, ignore_index=True)
+    if kind == "local":  # a local relation: its rows turned into Arrow by the JVM
+        frame = spark.createDataFrame(rows, SCHEMA)
+        assert frame._jdf.queryExecution().analyzed().getClass().getSimpleName() == "LocalRelation"
+    else:
+        with held_frames(spark, large_types=kind == "offsets64"):
+            frame = spark.createDataFrame(rows, SCHEMA)
     held = held_arrow(frame)
     assert held is not None and held.nbytes > 0
     got: list = []
-    assert spark_jobs_of(spark, f"pyhudi-held-{large_types}", lambda: got.append(held.fetch())) == 0
+    assert spark_jobs_of(spark, f"pyhudi-held-{kind}", lambda: got.append(held.fetch())) == 0
     expected = collect_arrow(frame)
     assert got[0].schema == expected.schema
     assert got[0].num_rows == 12
@@ -78,7 +83,8 @@ def test_only_a_frame_exactly_as_held_is_taken(spark):
     from pyhudi.spark.local_batch import held_arrow
 
     local = spark.createDataFrame(_plain_frame(), SCHEMA)
-    assert held_arrow(local) is None  # a local relation
+    assert held_arrow(local) is not None  # a local relation
+    assert held_arrow(local.select("s")) is None
     with held_frames(spark):
         held = spark.createDataFrame(_plain_frame(), SCHEMA)
         nested = spark.createDataFrame(pd.DataFrame({"a": [[1, 2]]}), "a array<long>")
@@ -212,6 +218,29 @@ def _frame(spark, keys, ts, *, key=lambda k: f"k{k:04d}", extra=None):
     schema = "key string, part string, ts long, at timestamp, v string" + (
         "".join(f", {c} boolean" for c in extra) if extra else "")
     return spark.createDataFrame(pd.DataFrame(data), schema)
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["held", "local"])
+def test_rows_keyed_on_the_driver_are_those_sparks_projection_collects(spark, held):
+    from pyhudi.config import HudiConfig
+    from pyhudi.keygen.spec import resolve_keygen
+    from pyhudi.read.payloads import MergeSpec
+    from pyhudi.spark.compat import collect_arrow
+    from pyhudi.spark.local_batch import held_arrow
+    from pyhudi.spark.prepare import prepared
+    from pyhudi.spark.small_write import keyed_on_driver
+
+    spec = resolve_keygen(HudiConfig(PARTITIONED))
+    with held_frames(spark) if held else contextlib.nullcontext():
+        frame = _frame(spark, range(7), 3)
+    merge = MergeSpec.of("ts", None)
+    expected = collect_arrow(prepared(frame, spec, merge_spec=merge, ordering_field="ts", operation="upsert",
+                                      instant=None))
+    source = held_arrow(frame)
+    assert source is not None
+    got = keyed_on_driver(source, spec, merge_spec=merge, ordering_field="ts", operation="upsert")
+    assert got is not None
+    assert got.schema.equals(expected.schema) and got.equals(expected)
 
 
 def test_an_upsert_of_a_held_frame_runs_no_spark_job(spark, tmp_path):

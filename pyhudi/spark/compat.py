@@ -69,6 +69,17 @@ def serve_bytes(jvm: Any, items: Any) -> list[bytes]:
             sock.close()
 
 
+def arrow_batches(jvm: Any, rows: Any, schema: Any) -> Any:
+    """A JVM iterator of Arrow record batches (serialized, no schema) of the JVM iterator of
+    internal rows ``rows`` of Spark schema ``schema``, timestamps as UTC microseconds; made on the
+    driver, outside any task (``ArrowConverters.toBatchIterator``; PySpark 4 asks whether to use
+    64-bit offsets, 3.5 does not)."""
+    converters = getattr(getattr(jvm.org.apache.spark.sql.execution.arrow, "ArrowConverters$"), "MODULE$")
+    if _TAKES_TIMEZONE:
+        return converters.toBatchIterator(rows, schema, 10_000, "UTC", True, False, None)
+    return converters.toBatchIterator(rows, schema, 10_000, "UTC", True, None)
+
+
 def _values(*values: Any) -> tuple[Any, ...]:
     return values
 

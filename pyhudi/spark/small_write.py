@@ -68,28 +68,33 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
                      ordering_field: str | None) -> pa.Table | None:
     """The prepared rows (:func:`~pyhudi.spark.prepare.prepared`) of a batch the write will take to
     the driver (:func:`driver_write`: an upsert, insert or delete with a partition-local index, the
-    size estimate within ``pyhudi.write.small.batch.bytes``, keys made of its fields: generated
-    keys carry the instant), collected before the instant: a small local relation without a Spark
-    job where its columns are plain values (:func:`~pyhudi.spark.local_batch.collect_local`), any
-    other batch by one (``toArrow``). The partition-path check takes these rows' paths, and the
-    driver write the rows: one collect for both, where the check would count the paths by a job of
-    its own. None, having run nothing, for any other batch."""
+    size within ``pyhudi.write.small.batch.bytes``, keys made of its fields: generated keys carry
+    the instant), collected before the instant. The partition-path check takes these rows' paths,
+    and the driver write the rows: one collect for both, where the check would count the paths by a
+    job of its own. None, having run nothing, for any other batch.
+
+    Without a Spark job: a frame Spark holds on the driver
+    (:func:`~pyhudi.spark.local_batch.held_arrow`) keyed with pyarrow where it can be
+    (:func:`keyed_on_driver`), else a small local relation of plain columns keyed by Spark's
+    projection (:func:`~pyhudi.spark.local_batch.collect_local`). Any other batch, and a held pandas
+    frame keyed by Spark, by one (``toArrow``)."""
     limit = cfg.get(C.SMALL_BATCH_BYTES)
     if spec.auto_keys or local_index(cfg, operation) is None or limit <= 0:
         return None
-    local = fits_driver(data)
-    held = None if local else held_arrow(data)
+    merge_spec = merge_spec_of(cfg, ordering_field)
+    held = held_arrow(data)
     if held is not None and held.nbytes > limit:
         held = None
+    if held is not None:
+        keyed = keyed_on_driver(held, spec, merge_spec=merge_spec, ordering_field=ordering_field,
+                                operation=operation)
+        if keyed is not None:
+            return keyed
+    local = fits_driver(data)
     if not local and held is None and not is_small(cfg, data):
         return None
-    merge_spec = merge_spec_of(cfg, ordering_field)
     frame = prepared(data, spec, merge_spec=merge_spec, ordering_field=ordering_field, operation=operation,
                      instant=None)
-    if held is not None:
-        keyed = keyed_on_driver(held, frame, spec, merge_spec=merge_spec, ordering_field=ordering_field,
-                                operation=operation)
-        return keyed if keyed is not None else collect_arrow(frame)
 
     def small(planned: DataFrame) -> bool:  # the keyed rows' estimate exceeds the input's (is_small)
         size = estimated_bytes(planned)
@@ -101,32 +106,31 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
     return collected
 
 
-def keyed_on_driver(held: HeldArrow, frame: DataFrame, spec: KeyGenSpec, *, merge_spec: MergeSpec,
-                    ordering_field: str | None, operation: str) -> pa.Table | None:
-    """The rows of ``held`` keyed with pyarrow (:mod:`pyhudi.keygen.arrow_keys`) into the table
-    ``frame`` (their :func:`~pyhudi.spark.prepare.prepared` frame) would collect, without a Spark
-    job; None, having read nothing, where pyarrow does not render the keys as Spark does, or the
-    rows may be deletes (a delete, a payload's or a statement's delete column: the flag is Spark's
-    expression)."""
+def keyed_on_driver(held: HeldArrow, spec: KeyGenSpec, *, merge_spec: MergeSpec, ordering_field: str | None,
+                    operation: str) -> pa.Table | None:
+    """The rows of ``held`` keyed with pyarrow (:mod:`pyhudi.keygen.arrow_keys`), as their
+    :func:`~pyhudi.spark.prepare.prepared` frame would collect them: the input's columns, then the
+    record key, partition path and delete flag (false). No Spark job; None, having read nothing,
+    where pyarrow does not render the keys as Spark does, or rows may be deletes (a delete, a
+    payload's or a statement's delete column: the flag is Spark's expression), or a prepped
+    write's."""
     columns = list(held.schema.fieldNames())
     if operation not in ("upsert", "insert") or RECORD_KEY in columns:
         return None
     if may_flag_deletes(columns, merge_spec, operation):
         return None
-    if not arrow_keys.renders(spec, arrow_schema(held.schema)):
+    schema = arrow_schema(held.schema)
+    if not arrow_keys.renders(spec, schema):
         return None
-    wanted = arrow_schema(frame.schema)
     rows = held.fetch()
     if rows is None:
         return None
     if ordering_field and ordering_field in columns:
         arrow_keys.require_ordering(rows, ordering_field)
-    keyed = (rows.append_column(RECORD_KEY, arrow_keys.record_keys(rows, spec))
-             .append_column(PARTITION_PATH, arrow_keys.partition_paths(rows, spec))
-             .append_column(IS_DELETE, pa.repeat(pa.scalar(False), rows.num_rows)))
-    if [(f.name, f.type) for f in keyed.schema] != [(f.name, f.type) for f in wanted]:
-        return None
-    return keyed.cast(wanted)
+    return (rows.append_column(pa.field(RECORD_KEY, pa.string()), arrow_keys.record_keys(rows, spec))
+            .append_column(pa.field(PARTITION_PATH, pa.string()), arrow_keys.partition_paths(rows, spec))
+            .append_column(pa.field(IS_DELETE, pa.bool_(), nullable=False),
+                           pa.repeat(pa.scalar(False), rows.num_rows)))
 
 
 def driver_write(state: WriteState, data: DataFrame, operation: str, ctx: WriteContext,
