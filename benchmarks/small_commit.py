@@ -6,21 +6,23 @@ is made of.
 One process, local[1] Spark, optimistic concurrency control, snappy parquet on both sides (as
 ``benchmarks/concurrent_writers.py`` writes): each commit upserts corrections of one day (every
 tenth minute, ``drones`` x 144 rows of 12 columns) into a table of four days partitioned by
-``day``, a free-form string. Four ways take turns, so the machine's load is shared:
+``day``, a free-form string. Five ways take turns, so the machine's load is shared:
 
-* pyhudi: a small local relation's rows, keyed, collected on the driver without a Spark job,
-  once for the partition-path check and the write (the default);
-* pyhudi with the keyed rows collected by a Spark job (``local_batch.LOCAL_ROWS`` at 0: ``toArrow``),
-  as a batch that is no local relation is;
+* pyhudi: a small local relation's rows turned into Arrow by the JVM and served to Python without
+  a Spark job, keyed with pyarrow, once for the partition-path check and the write (the default);
+* pyhudi with the rows keyed by Spark's projection, which the optimizer folds, and collected as
+  Python values (``small_write.held_arrow`` off: the default before held rows);
+* pyhudi with the keyed rows collected by a Spark job (that, and ``local_batch.LOCAL_ROWS`` at 0:
+  ``toArrow``), as a batch that is no local relation is;
 * pyhudi with ``hoodie.clean.async=true``: the clean Hudi runs after every commit (each commit
   retires the day's oldest file slice) on a thread beside the write;
 * delta-rs: a merge on key and the literal day, from the same pandas frame.
 
 The clock runs from the pandas frame (``spark.createDataFrame`` inside it for pyhudi; the default
 way is also timed from the DataFrame, as a pipeline that already has one writes it), and figures
-are medians after two warm-up rounds. The floor below is what any Spark write of such a
-frame pays before it writes a byte: the frame made from pandas, and one projection of it (the
-record key and partition path) collected as Arrow.
+are medians after two warm-up rounds. The last line is what a write that reads such a frame
+with a Spark job pays before it writes a byte: the frame made from pandas, and one projection of
+it (the record key and partition path) collected as Arrow.
 """
 
 from __future__ import annotations
@@ -54,14 +56,15 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     import pyhudi
-    from pyhudi.spark import local_batch
+    from pyhudi.spark import local_batch, small_write
     from pyhudi.spark.compat import collect_arrow
 
     spark = pyhudi.spark_session("local[1]", spark__sql__shuffle__partitions="1", spark__driver__memory="1g")
     work = Path(tempfile.mkdtemp(prefix="pyhudi-small-commit-"))
     loaded = workload.rows(0, 4, args.drones)
-    default_rows = local_batch.LOCAL_ROWS
-    ways = {"pyhudi": default_rows, "pyhudi, collected by a Spark job": 0, ASYNC_CLEAN: default_rows}
+    default_rows, held = local_batch.LOCAL_ROWS, small_write.held_arrow
+    ways = {"pyhudi": (default_rows, True), "pyhudi, keyed by Spark's projection": (default_rows, False),
+            "pyhudi, collected by a Spark job": (0, False), ASYNC_CLEAN: (default_rows, True)}
     options = {name: {**OPTIONS, "hoodie.clean.async": "true"} if name == ASYNC_CLEAN else OPTIONS for name in ways}
     for name in ways:
         pyhudi.write(workload.pandas_frame(spark, loaded), str(work / name),
@@ -71,15 +74,16 @@ def main() -> None:
     phases: dict[str, list[float]] = {p: [] for p in PHASES}
     for n in range(args.commits + 2):
         batch = workload.rows(1, 1, args.drones, revision=n + 1, every_nth_minute=10)
-        for name, limit in ways.items():
+        for name, (limit, keep_held) in ways.items():
             local_batch.LOCAL_ROWS = limit
+            small_write.held_arrow = held if keep_held else (lambda df: None)
             try:
                 started = time.perf_counter()
                 frame = workload.pandas_frame(spark, batch)
                 made = time.perf_counter()
                 res = pyhudi.write(frame, str(work / name), options[name])
             finally:
-                local_batch.LOCAL_ROWS = default_rows
+                local_batch.LOCAL_ROWS, small_write.held_arrow = default_rows, held
             if n >= 2:
                 seconds[name].append(time.perf_counter() - started)
                 if name == "pyhudi":
@@ -102,7 +106,7 @@ def main() -> None:
     print(f"{args.drones * 144:,} rows a commit into a table of 4 days of {args.drones} drones; "
           f"{args.commits} commits each way, medians")
     for name, m in medians.items():
-        label = "floor: pandas frame + one projection as Arrow" if name == "floor" else name
+        label = "pandas frame + a projection by a Spark job" if name == "floor" else name
         print(f"  {label:<46} {m * 1000:7.0f} ms  {m / delta:5.2f}x delta-rs")
     print("  pyhudi's phases (median s): " + ", ".join(f"{p[:-2]} {statistics.median(v):.3f}"
                                                      for p, v in phases.items()))
