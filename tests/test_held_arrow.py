@@ -12,6 +12,7 @@ import decimal
 
 import pandas as pd
 import pyarrow as pa
+import pyspark
 import pytest
 from conftest import snapshot, spark_jobs_of
 from hypothesis import HealthCheck, given, settings
@@ -22,11 +23,14 @@ THRESHOLD = "spark.sql.execution.arrow.localRelationThreshold"
 
 
 @contextlib.contextmanager
-def held_frames(spark, *, large_types: bool = False):
-    """Every pandas frame made inside is held as Arrow batches, not turned into a local relation."""
+def held_frames(spark, *, large_types: bool = False, batch_rows: int | None = None):
+    """Every pandas frame made inside is held as Arrow batches (of ``batch_rows`` rows), not turned
+    into a local relation."""
     confs = {THRESHOLD: "0"}
     if large_types:
         confs["spark.sql.execution.arrow.useLargeVarTypes"] = "true"
+    if batch_rows is not None:
+        confs["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(batch_rows)
     before = {k: spark.conf.get(k, None) for k in confs}
     for k, v in confs.items():
         spark.conf.set(k, v)
@@ -77,6 +81,47 @@ def test_a_held_frame_comes_to_python_as_toarrow_gives_it_without_a_spark_job(sp
         return [{k: repr(v) if isinstance(v, float) else v for k, v in r.items()} for r in table.to_pylist()]
 
     assert values(got[0]) == values(expected)
+
+
+def test_one_row_batches_of_64_bit_offsets_are_read_right_or_not_at_all(spark):
+    """A batch of one row with 64-bit offsets also validates read with 32-bit ones, as other
+    strings: the two readings differ, and the rows are left to Spark."""
+    from pyhudi.spark.compat import collect_arrow
+    from pyhudi.spark.local_batch import held_arrow
+
+    with held_frames(spark, large_types=True, batch_rows=1):
+        frame = spark.createDataFrame(pd.DataFrame({"k": [1, 2], "s": ["ab", "c"]}, dtype=object),
+                                      "k long, s string")
+    held = held_arrow(frame)
+    assert held is not None
+    got = held.fetch()
+    assert got is None or got.equals(collect_arrow(frame))
+
+
+def test_batches_that_do_not_all_arrive_are_not_taken(spark, monkeypatch):
+    from pyhudi.spark import local_batch
+
+    with held_frames(spark, batch_rows=2):
+        frame = spark.createDataFrame(_plain_frame(), SCHEMA)
+    served = local_batch.serve_bytes
+    monkeypatch.setattr(local_batch, "serve_bytes", lambda jvm, items: served(jvm, items)[:-1])
+    held = local_batch.held_arrow(frame)
+    assert held is not None and held.fetch() is None
+    local = local_batch.held_arrow(spark.createDataFrame(_plain_frame(), SCHEMA))
+    assert local is not None and local.fetch() is None
+
+
+@pytest.mark.skipif(int(pyspark.__version__.split(".")[0]) < 4, reason="PySpark 4 makes frames from Arrow tables")
+def test_a_frame_made_from_an_arrow_table_is_held(spark):
+    from pyhudi.spark.compat import collect_arrow
+    from pyhudi.spark.local_batch import held_arrow
+
+    table = pa.table({"k": pa.array([1, 2, 3], pa.int64()), "s": ["a", None, "c"]})
+    with held_frames(spark):
+        frame = spark.createDataFrame(table)
+    held = held_arrow(frame)
+    assert held is not None and not held.local
+    assert held.fetch().equals(collect_arrow(frame))
 
 
 def test_only_a_frame_exactly_as_held_is_taken(spark):
@@ -198,9 +243,13 @@ def test_timestamp_keys_and_generated_keys_are_left_to_spark():
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
 @pytest.mark.parametrize(("index", "partitioned"), [("SIMPLE", True), ("BLOOM", False), ("BUCKET", True)])
 def test_held_frames_write_the_table_the_two_job_path_writes(spark, tmp_path, table_type, index, partitioned):
+    """An insert, an upsert and a delete of held frames: the insert and the upsert keyed with
+    pyarrow (no Spark job), the delete by Spark's projection (one); the table is the two-job path's."""
     held, spread = str(tmp_path / "held"), str(tmp_path / "spread")
-    with held_frames(spark):
-        write_sequence(spark, held, table_type, index, partitioned, None)
+    with held_frames(spark, batch_rows=7):
+        jobs = spark_jobs_of(spark, f"pyhudi-held-{table_type}-{index}",
+                             lambda: write_sequence(spark, held, table_type, index, partitioned, None))
+    assert jobs == 1
     write_sequence(spark, spread, table_type, index, partitioned, "0")
     on_driver, two_jobs = commits(held), commits(spread)
     assert [c[1] for c in on_driver] == [True] * 3 and [c[1] for c in two_jobs] == [False] * 3
@@ -270,6 +319,34 @@ def test_a_held_frame_without_a_key_or_ordering_value_is_refused_before_anything
     with pytest.raises(pyhudi.HudiKeyError, match=message):
         pyhudi.write(frame, str(path), PARTITIONED)
     assert snapshot(path) == before
+
+
+def test_of_two_versions_of_a_key_with_one_ordering_value_the_later_wins(spark, tmp_path):
+    """Rows keep their order across the held batches: of versions with the same ordering value
+    the last one in the frame wins, as Hudi's preCombine lets the later arrival win."""
+    import pyhudi
+
+    path = str(tmp_path / "t")
+    pyhudi.write(_frame(spark, range(3), 1), path, PARTITIONED)
+    with held_frames(spark, batch_rows=2):
+        frame = spark.createDataFrame(pd.DataFrame({
+            "key": ["k0000", "k0001", "k0000", "k0002", "k0000"], "part": ["p0", "p1", "p0", "p2", "p0"],
+            "ts": [5, 5, 5, 5, 5], "at": [None] * 5, "v": ["a", "b", "c", "d", "e"]}, dtype=object),
+            "key string, part string, ts long, at timestamp, v string")
+    assert spark_jobs_of(spark, "pyhudi-held-order", lambda: pyhudi.write(frame, path, PARTITIONED)) == 0
+    assert {r["key"]: r["v"] for r in rows(path)} == {"k0000": "e", "k0001": "b", "k0002": "d"}
+
+
+def test_a_held_frame_past_its_threshold_takes_the_two_job_path(spark, tmp_path):
+    import pyhudi
+
+    path = str(tmp_path / "t")
+    pyhudi.write(_frame(spark, range(6), 1), path, PARTITIONED)
+    with held_frames(spark):
+        frame = _frame(spark, range(3, 9), 2)
+    pyhudi.write(frame, path, {**PARTITIONED, "pyhudi.write.small.batch.held.bytes": "1"})
+    assert [c[1] for c in commits(path)] == [True, False]
+    assert {r["key"]: r["v"] for r in rows(path)} == {f"k{k:04d}": f"v{1 if k < 3 else 2}-{k}" for k in range(9)}
 
 
 def test_a_held_frame_with_a_delete_column_is_keyed_by_spark(spark, tmp_path):

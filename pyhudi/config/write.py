@@ -191,18 +191,28 @@ PARTITION_LOCAL_WRITE = option(
     "in all, unless a partition receives more than 2,000,000 records; false always takes Hudi's "
     "distributed chain of tagging, profiling and bucketing stages.", parse_bool)
 SMALL_BATCH_BYTES = option(
-    "pyhudi.write.small.batch.bytes", 128 * MB,
+    "pyhudi.write.small.batch.bytes", 64 * MB,
     "pyhudi only: a partition-local write (see pyhudi.write.partition.local) whose input Spark's "
     "optimizer estimates at or below this many bytes (the estimate Spark's broadcast join threshold "
-    "uses; known for local data and file scans), or a pandas or Arrow frame whose Arrow batches Spark "
-    "holds on the driver in at most this many bytes, is brought to the driver as Arrow and tagged, "
-    "sized, written and committed there without further Spark jobs: in one Spark job, or none for a "
-    "small pandas frame of plain columns and for a held frame of plain columns keyed by string or "
-    "integer fields; larger or unknown inputs take the two-job path. 0 always takes the two-job path. "
-    "On local[2] the driver path took 0.5-0.65x the two-job path's time from 1,000 to 1,000,000 rows "
-    "collected by a Spark job, and a held frame's daily drone upsert (316,800 rows, 69 MB) 0.3x "
-    "(benchmarks/small_batch.py, benchmarks/drones.py; BENCHMARKS.md). The default, about 580,000 drone "
-    "rows of Arrow, bounds what the driver holds and leaves larger batches to a cluster's executors.",
+    "uses; known for local data and file scans) is brought to the driver as Arrow in one Spark job (none "
+    "for a small pandas frame of plain columns) and tagged, sized, written and committed there without "
+    "further Spark jobs; larger or unknown inputs take the two-job path, except pandas and Arrow frames "
+    "Spark holds on the driver (see pyhudi.write.small.batch.held.bytes). 0 always takes the two-job "
+    "path. On local[2] the driver path took 0.5-0.65x the two-job path's time from 1,000 to 1,000,000 "
+    "rows (benchmarks/small_batch.py; BENCHMARKS.md, 'Small batches'); the default, about 430,000 drone "
+    "rows, bounds the Arrow the driver holds (a file scan's estimate is its compressed size) and leaves "
+    "larger batches to a cluster's executors.",
+    parse_non_negative_int)
+SMALL_BATCH_HELD_BYTES = option(
+    "pyhudi.write.small.batch.held.bytes", 256 * MB,
+    "pyhudi only: a pandas or Arrow frame past Spark's local relation threshold is held by Spark as "
+    "Arrow record batches in the driver's JVM; a partition-local write of one whose batches take at "
+    "most this many bytes reads them on the driver without a Spark job, keys them with pyarrow where "
+    "its key and partition fields are strings or integers (else by one Spark job), and writes them "
+    "there as pyhudi.write.small.batch.bytes describes (which at 0 turns this off too). The rows are "
+    "on the driver already; reading them adds one copy of this size to the Python process. The daily "
+    "drone upsert (316,800 rows, 69 MB) took 0.3x the two-job path's time on local[2] "
+    "(benchmarks/drones.py; BENCHMARKS.md).",
     parse_non_negative_int)
 MERGE_SMALL_FILE_GROUP_CANDIDATES_LIMIT = option(
     "hoodie.merge.small.file.group.candidates.limit", 1,

@@ -102,6 +102,12 @@ def _array(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
     return pa.array(values, type=kind)
 
 
+#: the most partitions (one Arrow batch each) of a held pandas or Arrow frame read on the driver:
+#: collecting their batches costs three py4j calls each, about 1 ms (a pandas 3 frame concatenated
+#: from one-row frames is sent as one batch per row)
+HELD_PARTITIONS = 1024
+
+
 class HeldArrow:
     """The rows of a frame Spark holds on the driver, as Arrow record batches the JVM serves to
     Python through one local socket without a Spark job, and their size in bytes:
@@ -112,22 +118,35 @@ class HeldArrow:
     * a local relation (a smaller pandas frame, SQL ``VALUES``): its rows turned into Arrow by the
       JVM (``ArrowConverters.toBatchIterator``, as ``toArrow``'s tasks do), its size as Spark
       estimates it. For 2,880 drone rows 16 ms, where collecting them as Python values takes 40.
+
+    ``messages`` gives the JVM iterator of the batches and how many batches (pandas frame) or rows
+    (local relation) must arrive: a fetch that gets fewer (the serving thread failed) reads nothing.
     """
 
-    def __init__(self, jvm: Any, schema: T.StructType, messages: Callable[[], Any], nbytes: int) -> None:
+    def __init__(self, jvm: Any, schema: T.StructType, messages: Callable[[], tuple[Any, int, bool]],
+                 nbytes: int, *, local: bool) -> None:
         self.schema = schema
         self.nbytes = nbytes
+        self.local = local  # a local relation, whose size is Spark's estimate
         self._jvm = jvm
         self._messages = messages
 
     def fetch(self) -> pa.Table | None:
         """The rows as one Arrow table typed as :func:`~pyhudi.spark.compat.arrow_schema` types
-        the frame's schema; None when the batches do not read as that schema (a PySpark that sent
-        other types: the caller then lets Spark read the frame)."""
-        blobs = serve_bytes(self._jvm, self._messages())
+        the frame's schema; None when not every batch arrived or the batches do not read as that
+        schema unambiguously (the caller then lets Spark read the frame).
+
+        PySpark sends strings and binaries with 64-bit offsets when asked to
+        (``spark.sql.execution.arrow.useLargeVarTypes``), and a batch carries no schema: the
+        batches are read both ways. A wrong width fails validation except in corner cases (batches
+        of one or two rows, or whose first rows are empty); where both ways validate and read
+        differently, nothing is taken."""
+        items, expected, counts_rows = self._messages()
+        blobs = serve_bytes(self._jvm, items)
+        if not counts_rows and len(blobs) != expected:
+            return None
         wanted = arrow_schema(self.schema)
-        # PySpark sends strings and binaries with 64-bit offsets when asked to
-        # (spark.sql.execution.arrow.useLargeVarTypes); a full validation tells the two apart
+        found: list[pa.Table] = []
         for schema in (wanted, _large_offsets(wanted)):
             try:
                 batches = [pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(b)), schema) for b in blobs]
@@ -135,8 +154,13 @@ class HeldArrow:
                     batch.validate(full=True)
             except (pa.ArrowException, ValueError):
                 continue
-            return pa.Table.from_batches(batches, schema).cast(wanted)
-        return None
+            found.append(pa.Table.from_batches(batches, schema).cast(wanted))
+            if schema == wanted and not _has_offsets(wanted):
+                break
+        if not found or (len(found) == 2 and not found[0].equals(found[1])):
+            return None
+        table = found[0]
+        return table if not counts_rows or table.num_rows == expected else None
 
 
 def held_arrow(df: DataFrame) -> HeldArrow | None:
@@ -144,14 +168,16 @@ def held_arrow(df: DataFrame) -> HeldArrow | None:
     Arrow frame, a local relation; no projection over it) of plain columns; None, having read
     nothing, for any other frame."""
     jvm = df.sparkSession.sparkContext._jvm
-    if jvm is None or not all(isinstance(f.dataType, _PLAIN) for f in df.schema.fields):
+    if jvm is None or not all(_held_type(f.dataType) for f in df.schema.fields):
         return None
     try:
         plan = df._jdf.queryExecution().analyzed()
         kind = plan.getClass().getSimpleName()
         if kind == "LocalRelation":
-            return HeldArrow(jvm, df.schema, lambda: arrow_batches(jvm, plan.data().iterator(), plan.schema()),
-                             int(plan.stats().sizeInBytes()))
+            data = plan.data()
+            return HeldArrow(jvm, df.schema,
+                             lambda: (arrow_batches(jvm, data.iterator(), plan.schema()), data.size(), True),
+                             int(plan.stats().sizeInBytes()), local=True)
         if kind != "LogicalRDD":
             return None
         rdd = plan.rdd()
@@ -161,18 +187,32 @@ def held_arrow(df: DataFrame) -> HeldArrow | None:
         if source.getClass().getSimpleName() != "ParallelCollectionRDD":
             return None
         partitions = source.partitions()
+        if len(partitions) > HELD_PARTITIONS:
+            return None
         nbytes = int(jvm.org.apache.spark.util.SizeEstimator.estimate(partitions))
     except Py4JError:  # a Spark whose classes differ: the frame is read by Spark
         return None
 
-    def messages() -> Any:
+    def messages() -> tuple[Any, int, bool]:
         convert = jvm.scala.collection.JavaConverters
         found = jvm.java.util.ArrayList()
         for part in partitions:  # (references only: no batch crosses py4j)
             found.addAll(convert.seqAsJavaList(part.values()))
-        return convert.asScalaIterator(found.iterator())
+        return convert.asScalaIterator(found.iterator()), found.size(), False
 
-    return HeldArrow(jvm, df.schema, messages, nbytes)
+    return HeldArrow(jvm, df.schema, messages, nbytes, local=False)
+
+
+def _held_type(kind: T.DataType) -> bool:
+    """A plain column type whose values pyarrow compares as Spark does: strings only with the
+    binary collation (Spark 4's others compare case- or accent-insensitively)."""
+    if isinstance(kind, T.StringType) and getattr(kind, "collation", "UTF8_BINARY") != "UTF8_BINARY":
+        return False
+    return isinstance(kind, _PLAIN)
+
+
+def _has_offsets(schema: pa.Schema) -> bool:
+    return any(pa.types.is_string(f.type) or pa.types.is_binary(f.type) for f in schema)
 
 
 def _large_offsets(schema: pa.Schema) -> pa.Schema:

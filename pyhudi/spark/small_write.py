@@ -83,7 +83,7 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
         return None
     merge_spec = merge_spec_of(cfg, ordering_field)
     held = held_arrow(data)
-    if held is not None and held.nbytes > limit:
+    if held is not None and held.nbytes > (limit if held.local else cfg.get(C.SMALL_BATCH_HELD_BYTES)):
         held = None
     if held is not None:
         keyed = keyed_on_driver(held, spec, merge_spec=merge_spec, ordering_field=ordering_field,
