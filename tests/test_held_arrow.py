@@ -86,7 +86,6 @@ def test_a_held_frame_comes_to_python_as_toarrow_gives_it_without_a_spark_job(sp
 def test_one_row_batches_of_64_bit_offsets_are_read_right_or_not_at_all(spark):
     """A batch of one row with 64-bit offsets also validates read with 32-bit ones, as other
     strings: the two readings differ, and the rows are left to Spark."""
-    from pyhudi.spark.compat import collect_arrow
     from pyhudi.spark.local_batch import held_arrow
 
     with held_frames(spark, large_types=True, batch_rows=1):
@@ -94,8 +93,34 @@ def test_one_row_batches_of_64_bit_offsets_are_read_right_or_not_at_all(spark):
                                       "k long, s string")
     held = held_arrow(frame)
     assert held is not None
+    if int(pyspark.__version__.split(".")[0]) < 4:  # (PySpark 3.5 sends 32-bit offsets whatever the option)
+        return
+    assert held.fetch() is None
+    with held_frames(spark, large_types=True, batch_rows=1):  # empty strings read alike either way
+        same = spark.createDataFrame(pd.DataFrame({"d": [float("nan"), 1.0], "s": ["", ""]}, dtype=object),
+                                     "d double, s string")
+    held = held_arrow(same)
+    assert held is not None
     got = held.fetch()
-    assert got is None or got.equals(collect_arrow(frame))
+    assert got is not None and got.column("s").to_pylist() == ["", ""] and got.num_rows == 2
+
+
+def test_a_jvm_without_the_calls_a_fetch_needs_leaves_the_rows_to_spark(spark, tmp_path, monkeypatch):
+    from py4j.protocol import Py4JError
+
+    import pyhudi
+    from pyhudi.spark import local_batch
+
+    def missing(*_args):
+        raise Py4JError("Method toBatchIterator does not exist")
+
+    monkeypatch.setattr(local_batch, "arrow_batches", missing)
+    path = str(tmp_path / "t")
+    frame = _frame(spark, range(5), 1)
+    held = local_batch.held_arrow(frame)
+    assert held is not None and held.fetch() is None
+    pyhudi.write(frame, path, PARTITIONED)
+    assert sorted(r["key"] for r in rows(path)) == [f"k{k:04d}" for k in range(5)]
 
 
 def test_batches_that_do_not_all_arrive_are_not_taken(spark, monkeypatch):

@@ -8,6 +8,7 @@ import pickle
 from typing import Any
 
 import pyarrow as pa
+from py4j.protocol import Py4JError
 from pyspark.serializers import BatchedSerializer, CPickleSerializer, NoOpSerializer
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -72,12 +73,25 @@ def serve_bytes(jvm: Any, items: Any) -> list[bytes]:
 def arrow_batches(jvm: Any, rows: Any, schema: Any) -> Any:
     """A JVM iterator of Arrow record batches (serialized, no schema) of the JVM iterator of
     internal rows ``rows`` of Spark schema ``schema``, timestamps as UTC microseconds; made on the
-    driver, outside any task (``ArrowConverters.toBatchIterator``; PySpark 4 asks whether to use
-    64-bit offsets, 3.5 does not)."""
+    driver, outside any task (``ArrowConverters.toBatchIterator``: Spark 4 takes whether to use
+    64-bit offsets, 3.5 does not; the form this JVM has is found by calling it, once). A Py4JError
+    when neither form exists."""
+    global _BATCH_ITERATOR_ARGS
     converters = getattr(getattr(jvm.org.apache.spark.sql.execution.arrow, "ArrowConverters$"), "MODULE$")
-    if _TAKES_TIMEZONE:
-        return converters.toBatchIterator(rows, schema, 10_000, "UTC", True, False, None)
-    return converters.toBatchIterator(rows, schema, 10_000, "UTC", True, None)
+    forms = {7: (rows, schema, 10_000, "UTC", True, False, None), 6: (rows, schema, 10_000, "UTC", True, None)}
+    if _BATCH_ITERATOR_ARGS is not None:
+        return converters.toBatchIterator(*forms[_BATCH_ITERATOR_ARGS])
+    try:
+        made = converters.toBatchIterator(*forms[7])
+        _BATCH_ITERATOR_ARGS = 7
+    except Py4JError:  # ("method does not exist": nothing was called)
+        made = converters.toBatchIterator(*forms[6])
+        _BATCH_ITERATOR_ARGS = 6
+    return made
+
+
+#: how many arguments this JVM's ``ArrowConverters.toBatchIterator`` takes, once known
+_BATCH_ITERATOR_ARGS: int | None = None
 
 
 def _values(*values: Any) -> tuple[Any, ...]:

@@ -5,8 +5,10 @@ SQL ``VALUES`` are local relations: their rows live in the driver's JVM. Spark's
 projection of one into a new local relation (``ConvertToLocalRelation``, evaluating the
 expressions row by row on the driver), and ``collect`` of that runs no Spark job, where a count,
 a shuffle or ``toArrow`` each start one (0.02-0.3 s on a warm local session, most of a small
-commit). The write of a small local batch (:mod:`pyhudi.spark.small_write`) and the
-partition-path check (:func:`pyhudi.spark.keygen.check_partitions`) take their rows this way.
+commit). The write of a small local batch keyed by Spark's expressions
+(:mod:`pyhudi.spark.small_write`) and the partition-path check
+(:func:`pyhudi.spark.keygen.check_partitions`) take their rows this way; a write keyed with
+pyarrow reads an exact local relation as :func:`held_arrow` below.
 
 Rows come back as tuples of Spark's internal values (:func:`~pyhudi.spark.compat.collect_values`:
 no ``Row`` objects) and are put into columns with pyarrow, which is exact for plain values
@@ -141,13 +143,21 @@ class HeldArrow:
         batches are read both ways. A wrong width fails validation except in corner cases (batches
         of one or two rows, or whose first rows are empty); where both ways validate and read
         differently, nothing is taken."""
-        items, expected, counts_rows = self._messages()
-        blobs = serve_bytes(self._jvm, items)
+        try:
+            items, expected, counts_rows = self._messages()
+            try:
+                blobs = serve_bytes(self._jvm, items)
+            finally:
+                _close(items)
+        except Py4JError:  # (a JVM without the calls this needs: Spark reads the frame)
+            return None
         if not counts_rows and len(blobs) != expected:
             return None
         wanted = arrow_schema(self.schema)
+        # (a local relation's batches are made with 32-bit offsets, as asked)
+        widths = (wanted,) if counts_rows or not _has_offsets(wanted) else (wanted, _large_offsets(wanted))
         found: list[pa.Table] = []
-        for schema in (wanted, _large_offsets(wanted)):
+        for schema in widths:
             try:
                 batches = [pa.ipc.read_record_batch(pa.ipc.read_message(pa.py_buffer(b)), schema) for b in blobs]
                 for batch in batches:
@@ -155,12 +165,26 @@ class HeldArrow:
             except (pa.ArrowException, ValueError):
                 continue
             found.append(pa.Table.from_batches(batches, schema).cast(wanted))
-            if schema == wanted and not _has_offsets(wanted):
-                break
-        if not found or (len(found) == 2 and not found[0].equals(found[1])):
+        if not found or (len(found) == 2 and not _same_offsets_columns(*found)):
             return None
         table = found[0]
         return table if not counts_rows or table.num_rows == expected else None
+
+
+def _close(items: Any) -> None:
+    """Free what the JVM iterator ``items`` holds (an Arrow batch iterator made outside a task
+    frees its buffers only when read to its end)."""
+    try:
+        items.close()
+    except Py4JError:  # (an iterator with nothing to close)
+        pass
+
+
+def _same_offsets_columns(a: pa.Table, b: pa.Table) -> bool:
+    """Whether two readings of the same batches agree where offsets decide the values (the other
+    columns are located by the batches themselves; NaN would make whole tables differ)."""
+    names = [f.name for f in a.schema if pa.types.is_string(f.type) or pa.types.is_binary(f.type)]
+    return a.select(names).equals(b.select(names))
 
 
 def held_arrow(df: DataFrame) -> HeldArrow | None:
@@ -174,6 +198,8 @@ def held_arrow(df: DataFrame) -> HeldArrow | None:
         plan = df._jdf.queryExecution().analyzed()
         kind = plan.getClass().getSimpleName()
         if kind == "LocalRelation":
+            if plan.isStreaming():
+                return None
             data = plan.data()
             return HeldArrow(jvm, df.schema,
                              lambda: (arrow_batches(jvm, data.iterator(), plan.schema()), data.size(), True),

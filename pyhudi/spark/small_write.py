@@ -1,9 +1,9 @@
 """The small-batch write: a partition-local write (:mod:`pyhudi.spark.local_write`) of a batch
 small enough to hold on the driver runs at most one Spark job, not two.
 
-The prepared records (keys, partition paths, delete flags, computed by Spark expressions as on
-every path) come to the driver as Arrow; the counts per partition come from that table, the plan
-is the same :func:`~pyhudi.spark.local_write.partition_job`, and the same
+The prepared records (keys, partition paths, delete flags) come to the driver as Arrow; the counts
+per partition come from that table, the plan is the same
+:func:`~pyhudi.spark.local_write.partition_job`, and the same
 :func:`~pyhudi.write.partition_writer.write_partitions` tags, sizes and writes every partition on
 the driver, as one task does in an executor. Files and commit metadata are those of the two-job
 path; only the write token differs (``0-0-0``: the driver is no Spark task, and it writes each
@@ -11,15 +11,19 @@ file once).
 
 A small batch keyed by its fields is keyed and collected by the input check, before the instant
 (:func:`collect_prepared`): its partition paths are checked on those rows and the write takes
-them, so the check counts nothing by a Spark job of its own. A small local relation (a pandas
-frame made with Arrow, :func:`~pyhudi.spark.local_batch.fits_driver`) of plain columns and
-timestamps is collected without a Spark job, and such a commit runs none; any other batch (a
-streaming micro-batch read from files) by one (``toArrow``). A batch with generated keys is
-collected once the instant exists.
+them, so the check counts nothing by a Spark job of its own. A frame Spark holds on the driver (a
+pandas or Arrow frame, a local relation: :func:`~pyhudi.spark.local_batch.held_arrow`) keyed by
+string or integer fields comes to Python and is keyed with pyarrow (:func:`keyed_on_driver`), and
+such a commit runs no Spark job. Other batches are keyed by Spark's expressions: a small local
+relation of plain columns collected without a Spark job
+(:func:`~pyhudi.spark.local_batch.collect_local`), any other batch (a streaming micro-batch read
+from files) by one (``toArrow``). A batch with generated keys is collected once the instant exists.
 
-Whether a batch is small is decided without a Spark job, from the size Spark's optimizer estimates
-for the input plan (the figure its broadcast-join threshold uses): known for local data and file
-scans, unknown (and then huge) otherwise. ``pyhudi.write.small.batch.bytes`` is the threshold.
+Whether a batch is small is decided without a Spark job: from the size Spark's optimizer
+estimates for the input plan (the figure its broadcast-join threshold uses; known for local data
+and file scans, unknown and then huge otherwise) against ``pyhudi.write.small.batch.bytes``, and
+for a pandas or Arrow frame Spark holds as Arrow batches, from their size against
+``pyhudi.write.small.batch.held.bytes`` (where pyarrow keys them).
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ def collect_prepared(cfg: HudiConfig, spec: KeyGenSpec, data: DataFrame, *, oper
                                 operation=operation)
         if keyed is not None:
             return keyed
+        if held.nbytes > limit:  # keyed by a Spark job and written on the driver: the estimate's bound
+            held = None
     local = fits_driver(data)
     if not local and held is None and not is_small(cfg, data):
         return None
