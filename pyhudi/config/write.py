@@ -209,8 +209,9 @@ SMALL_BATCH_HELD_BYTES = option(
     "Arrow record batches in the driver's JVM; a partition-local write of one whose batches take at "
     "most this many bytes reads them on the driver without a Spark job, keys them with pyarrow where "
     "its key and partition fields are strings or integers (else by one Spark job), and writes them "
-    "there as pyhudi.write.small.batch.bytes describes (which at 0 turns this off too). The rows are "
-    "on the driver already; reading them adds one copy of this size to the Python process. The daily "
+    "there as pyhudi.write.small.batch.bytes describes (which at 0 turns this off too; a held frame "
+    "pyarrow cannot key is bounded by that option). The rows are on the driver already; the write "
+    "holds two to three copies of them in the Python process at its peak. The daily "
     "drone upsert (316,800 rows, 69 MB) took 0.3x the two-job path's time on local[2] "
     "(benchmarks/drones.py; BENCHMARKS.md).",
     parse_non_negative_int)
