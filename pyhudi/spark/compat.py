@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import io
 import pickle
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -46,10 +48,17 @@ def collect_values(df: DataFrame) -> list[tuple[Any, ...]]:
     (no Spark job for a local relation) but without making ``Row`` objects: dates come as days and
     timestamps as microseconds since the epoch, as the JVM sends them, where ``Row`` would make
     ``date`` and local-time ``datetime`` objects (a third of a small batch's collect time)."""
-    made = _create_local_socket(df._jdf.collectToPython())
+    with _served(df._jdf.collectToPython()) as sockfile:
+        return list(BatchedSerializer(_ValueRows()).load_stream(sockfile))
+
+
+@contextlib.contextmanager
+def _served(sock_info: Any) -> Iterator[Any]:
+    """The file of the local socket a JVM server described by ``sock_info`` serves, closed after."""
+    made = _create_local_socket(sock_info)
     sockfile, sock = made if isinstance(made, tuple) else (made, None)
     try:
-        return list(BatchedSerializer(_ValueRows()).load_stream(sockfile))
+        yield sockfile
     finally:
         sockfile.close()
         if sock is not None:
@@ -60,14 +69,8 @@ def serve_bytes(jvm: Any, items: Any) -> list[bytes]:
     """The byte arrays a JVM (Scala) iterator ``items`` yields, through one local socket
     (``PythonRDD.serveIterator``, as ``collect`` serves rows): py4j would copy each through its
     text protocol, about 20x slower for tens of megabytes."""
-    made = _create_local_socket(jvm.org.apache.spark.api.python.PythonRDD.serveIterator(items, "pyhudi-serve-bytes"))
-    sockfile, sock = made if isinstance(made, tuple) else (made, None)
-    try:
+    with _served(jvm.org.apache.spark.api.python.PythonRDD.serveIterator(items, "pyhudi-serve-bytes")) as sockfile:
         return list(NoOpSerializer().load_stream(sockfile))
-    finally:
-        sockfile.close()
-        if sock is not None:
-            sock.close()
 
 
 def arrow_batches(jvm: Any, rows: Any, schema: Any) -> Any:
