@@ -9,8 +9,20 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 from test_merge import SCHEMA, deletes
 
-from pyhudi.read.merge import LogScan, MergeSpec, log_state, merge_slice
-from pyhudi.spark.merged import BASE_ROW, BASE_SIZE, FILE_ID, log_side_rows, log_side_schema, merged_records
+from pyhudi.read.merge import LOG_DELETE_ORDER, LOG_RECORD, LogScan, MergeSpec, log_state, merge_slice
+from pyhudi.spark.merged import (
+    BASE_ROW,
+    BASE_SIZE,
+    FILE_ID,
+    LOG_BASE_ROW,
+    LOG_BASE_SIZE,
+    LOG_FILE_ID,
+    filters_reach_base_files,
+    log_side_rows,
+    log_side_schema,
+    merged_records,
+)
+from pyhudi.spark.positions import replaced_filter, replaced_rows
 
 KEYS = ["a", "b", "c", "d"]
 WITH_FLAG = SCHEMA.append(pa.field("_hoodie_is_deleted", pa.bool_()))
@@ -69,6 +81,18 @@ def test_spark_merge_equals_slice_merge(spark, base, blocks, keep_larger, has_ba
     # a filter on the merged records gives the merged records that pass it (Spark pushes it into
     # the base side where the payload allows)
     assert rows(out.where("ts >= 2").collect()) == rows(r for r in expected.to_pylist() if r["ts"] >= 2)
+    if base_df is not None and filters_reach_base_files(spec):
+        # the replaced base rows as bitmaps, where no log delete's ordering value decides: the same
+        bitmaps = replaced_rows(logs.where(F.col(LOG_BASE_ROW).isNotNull()), file_id=LOG_FILE_ID,
+                                size=LOG_BASE_SIZE, row=LOG_BASE_ROW, ordering=True)
+        deciding = any(not r[LOG_RECORD] and r[LOG_DELETE_ORDER] is not None
+                       for r in logs.where(F.col(LOG_BASE_ROW).isNotNull()).collect())
+        assert (bitmaps is None) == deciding
+        if bitmaps is not None:
+            replaced = replaced_filter(bitmaps, size=BASE_SIZE, row=BASE_ROW,
+                                       file_name=FILE_ID if with_names else None)
+            by_bitmap = merged_records(base_df, logs, names, spec, replaced=replaced)
+            assert rows(by_bitmap.collect()) == rows(expected.to_pylist())
 
 
 def test_base_files_of_equal_size_are_told_apart_by_name(spark):

@@ -9,10 +9,12 @@ import pickle
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from py4j.protocol import Py4JError
+from pyspark import SparkContext
 from pyspark.serializers import BatchedSerializer, CPickleSerializer, NoOpSerializer
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -95,6 +97,27 @@ def arrow_batches(jvm: Any, rows: Any, schema: Any) -> Any:
 
 #: how many arguments this JVM's ``ArrowConverters.toBatchIterator`` takes, once known
 _BATCH_ITERATOR_ARGS: int | None = None
+
+
+def long_array_literal(sc: SparkContext, values: np.ndarray) -> Column:
+    """An ``array<bigint>`` literal (no nulls) of ``values``, made in the JVM from their bytes in a
+    few py4j calls (``F.lit`` of a list costs one per element). Its value is an ``UnsafeArrayData``,
+    one primitive array: tasks deserialize it as bytes, where ``functions.lit`` of a ``long[]``
+    boxes every element, and plans print it by name, not element by element. Spark 4 makes a
+    Column of a Catalyst expression through ``classic.ExpressionUtils``; 3.5 by its constructor."""
+    jvm, gateway = sc._jvm, sc._gateway
+    assert jvm is not None and gateway is not None
+    data = np.ascontiguousarray(values, dtype=">i8")
+    longs = gateway.new_array(jvm.long, len(data))
+    jvm.java.nio.ByteBuffer.wrap(bytearray(data.tobytes())).asLongBuffer().get(longs)
+    expressions = jvm.org.apache.spark.sql.catalyst.expressions
+    types = jvm.org.apache.spark.sql.types.DataTypes
+    literal = expressions.Literal(expressions.UnsafeArrayData.fromPrimitiveArray(longs),
+                                  types.createArrayType(types.LongType, False))
+    try:  # Spark 4
+        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
+    except (Py4JError, TypeError):  # Spark 3.5 (no such class: py4j's package is not callable)
+        return Column(jvm.org.apache.spark.sql.Column(literal))
 
 
 def _values(*values: Any) -> tuple[Any, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -33,10 +34,12 @@ from pyhudi.read.merge import (
     slice_log_state,
 )
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
+from pyhudi.read.positions import RowBitmap
 from pyhudi.read.skipping import ColumnRange, Predicate, columns_of, may_match
 from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import quoted, select_exprs
+from pyhudi.spark.positions import replaced_filter, replaced_rows
 from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
 
@@ -226,14 +229,19 @@ def new_records(logs: DataFrame, names: list[str]) -> DataFrame:
 
 
 def surviving_base(base: DataFrame, logs: DataFrame, names: list[str], spec: MergeSpec, *,
-                   broadcast: bool = True) -> DataFrame:
+                   broadcast: bool = True, replaced: Column | None = None) -> DataFrame:
     """The base rows no log record replaces (the log wins whatever the ordering values:
     ``OverwriteWithLatestAvroPayload``) and no log delete removes, as they are in the base file.
 
     Every row comes out with its own values, so a filter on the result is a filter on the base
     file: Spark pushes it into the scan, and base files whose statistics rule it out need not be
     read at all (the logs' records come from :func:`log_records`).
+
+    ``replaced`` (:func:`pyhudi.spark.positions.replaced_filter` of the log side's positions) tells
+    the base rows a log record or delete replaces without a join.
     """
+    if replaced is not None:
+        return select_exprs(base.where(~replaced), [quoted(n) for n in names])
     order = spec.ordering_field if spec.ordering_field in names else None
     logs = logs.where(F.col(LOG_BASE_ROW).isNotNull())
     right = F.broadcast(logs) if broadcast else logs
@@ -312,10 +320,12 @@ def join_logs_arrow(base: DataFrame, logs: DataFrame, names: list[str], spec: Me
 
 
 def merged_records(base: DataFrame | None, logs: DataFrame, names: list[str], spec: MergeSpec, *,
-                   broadcast: bool = True) -> DataFrame:
-    """The records of merged slices from their base rows and log side (see :func:`merge_with_logs`)."""
+                   broadcast: bool = True, replaced: Column | None = None) -> DataFrame:
+    """The records of merged slices from their base rows and log side (see :func:`merge_with_logs`;
+    ``replaced`` as for :func:`surviving_base`)."""
     if filters_reach_base_files(spec):
-        parts = [] if base is None else [surviving_base(base, logs, names, spec, broadcast=broadcast)]
+        parts = [] if base is None else [surviving_base(base, logs, names, spec, broadcast=broadcast,
+                                                        replaced=replaced)]
         parts.append(log_records(logs, names))
     else:
         join = join_logs if _sql_merge(spec) else join_logs_arrow
@@ -335,44 +345,76 @@ def drop_soft_deleted(df: DataFrame) -> DataFrame:
 
 #: Log sides kept for reads of the same snapshot (see :func:`merge_with_logs`)
 LOG_SIDES_KEPT = 4
-_LOG_SIDES: OrderedDict[Hashable, DataFrame] = OrderedDict()
+#: Log bytes per task reading a kept log side's records (a task costs more than decoding ~10 MB)
+LOG_BYTES_PER_TASK = 64 << 20
+#: Merged frames kept per log side: one per set of base files read and of slices wanted
+MERGED_KEPT = 8
 
 
-def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> DataFrame:
+@dataclass
+class _KeptLogSide:
+    """A snapshot's log side and what queries derived from it: the bitmaps of the base rows it
+    replaces (None: joined instead; unset until a query asks) and merged frames ready to query."""
+
+    logs: DataFrame
+    replaced: list[RowBitmap] | None = None
+    replaced_known: bool = False
+    merged: OrderedDict[Hashable, DataFrame | None] = field(default_factory=OrderedDict)
+
+
+_LOG_SIDES: OrderedDict[Hashable, _KeptLogSide] = OrderedDict()
+
+
+def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> _KeptLogSide:
     found = _LOG_SIDES.pop(key, None)
     if found is None:
-        found = make()
+        found = _KeptLogSide(make())
     _LOG_SIDES[key] = found
     while len(_LOG_SIDES) > LOG_SIDES_KEPT:
         _LOG_SIDES.popitem(last=False)
     return found
 
 
-def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storage, slices: list[SliceToRead],
-                    base_sizes: list[int | None], file_schema: pa.Schema, out_schema: T.StructType,
-                    spec: MergeSpec, visibility: Visibility, *, log_bytes: int,
+def _replaced_bitmaps(kept: _KeptLogSide, names: list[str], spec: MergeSpec) -> list[RowBitmap] | None:
+    """The snapshot's :func:`pyhudi.spark.positions.replaced_rows`, collected by the first query
+    that needs them."""
+    if not kept.replaced_known:
+        positions = kept.logs.where(F.col(LOG_BASE_ROW).isNotNull())
+        kept.replaced = replaced_rows(positions, file_id=LOG_FILE_ID, size=LOG_BASE_SIZE, row=LOG_BASE_ROW,
+                                      ordering=spec.ordering_field in names)
+        kept.replaced_known = True
+    return kept.replaced
+
+
+def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], storage: Storage,
+                    slices: list[SliceToRead], base_sizes: list[int | None], file_schema: pa.Schema,
+                    out_schema: T.StructType, spec: MergeSpec, visibility: Visibility, *, log_bytes: int,
                     snapshot: Hashable | None = None, predicate: Predicate | None = None,
                     base_ids: frozenset[str] = frozenset()) -> DataFrame | None:
     """The merged records of merge-on-read slices with log files, merged by Spark.
 
-    ``base`` reads the slices' base files with :func:`with_file_id`'s columns (Spark's parquet
-    reader, or pyarrow in executors where Spark cannot open the store:
+    ``base`` makes the frame of the slices' base files with :func:`with_file_id`'s columns
+    (Spark's parquet reader, or pyarrow in executors where Spark cannot open the store:
     :func:`pyhudi.spark.base_files.base_files_frame`; None when there are none, or filters ruled
     them all out); ``base_sizes`` are the sizes of the slices' base files.
     Only the logs go through Python: each slice's :func:`log_state` (one row per key its blocks
-    hold). Spark joins the base rows with it by the key's position in its base file and the file's
-    size (the log side broadcast while the logs are small,
-    :data:`BROADCAST_LOG_BYTES`). With ``OverwriteWithLatestAvroPayload`` the result is the base
-    rows no log record or delete touches (:func:`surviving_base`) plus every log record; with
+    hold). With ``OverwriteWithLatestAvroPayload`` the result is the base rows no log record or
+    delete touches (:func:`surviving_base`) plus every log record; with
     ``DefaultHoodieRecordPayload`` each row picks the base or the log record by ordering value
-    (:func:`join_logs`), plus the records of keys only the logs hold. Spark prunes the base files'
+    (:func:`join_logs`), plus the records of keys only the logs hold. Spark joins the base rows
+    with the log side by the key's position in its base file and the file's size (the log side
+    broadcast while the logs are small, :data:`BROADCAST_LOG_BYTES`). Spark prunes the base files'
     columns and (first case) pushes filters into their scan as it does for copy-on-write files,
     which a merge of whole slices in Python cannot.
 
     ``snapshot`` names what was read (the log files with their sizes, and the visibility): reads of
     the same snapshot reuse its log side, whose rows the first query stored on the executors, so
     only the first query after a commit decodes the logs. The last :data:`LOG_SIDES_KEPT` are kept
-    (up to :data:`BROADCAST_LOG_BYTES` of logs each); Spark frees the rows of those dropped.
+    (up to :data:`BROADCAST_LOG_BYTES` of logs each); Spark frees the rows of those dropped. For
+    such a snapshot (first case) the replaced base rows come to the driver once, as bitmaps
+    (:mod:`pyhudi.spark.positions`), and a filter in the base files' scan replaces the join; and
+    the merged frame itself is kept per set of base files read (``base_ids``) and of slices the
+    predicate leaves, so a query of the same snapshot plans nothing again (:data:`MERGED_KEPT`).
 
     ``predicate`` (the query's filter) with ``base_ids`` (the file ids of the slices whose base
     files ``base`` reads: the others' base files were ruled out by their statistics) drops, where
@@ -386,19 +428,42 @@ def merge_with_logs(spark: SparkSession, base: DataFrame | None, storage: Storag
     def make() -> DataFrame:
         return _log_side(spark, storage, slices, base_sizes, file_schema, out_schema, spec, visibility)
 
-    kept = snapshot is not None and log_bytes <= BROADCAST_LOG_BYTES
+    broadcast = log_bytes <= BROADCAST_LOG_BYTES
+    if snapshot is None or not broadcast:
+        return merged_records(base(), make(), names, spec, broadcast=broadcast)
     key = (id(spark), snapshot, file_schema, out_schema.json(), spec)
-    logs = _kept_log_side(key, make) if kept else make()
-    if kept and predicate is not None and filters_reach_base_files(spec):
+    kept = _kept_log_side(key, make)
+    logs = kept.logs
+    wanted: frozenset[str] | None = None
+    if predicate is not None and filters_reach_base_files(spec):
         ranges = log_record_ranges(logs, out_schema, sorted(columns_of(predicate)), key=key)
         if ranges is not None:
-            wanted = {s.file_id for s in slices
-                      if s.file_id in base_ids or (s.file_id in ranges and may_match(predicate, ranges[s.file_id]))}
+            wanted = frozenset(s.file_id for s in slices if s.file_id in base_ids
+                               or (s.file_id in ranges and may_match(predicate, ranges[s.file_id])))
             if not wanted:
                 return None
-            if len(wanted) < len({s.file_id for s in slices}):
-                logs = logs.where(F.col(LOG_FILE_ID).isin(sorted(wanted)))
-    return merged_records(base, logs, names, spec, broadcast=log_bytes <= BROADCAST_LOG_BYTES)
+            if len(wanted) == len({s.file_id for s in slices}):
+                wanted = None
+    merged_key = (base_ids, wanted)
+    if merged_key in kept.merged:
+        kept.merged.move_to_end(merged_key)
+        return kept.merged[merged_key]
+    if wanted is not None:
+        logs = logs.where(F.col(LOG_FILE_ID).isin(sorted(wanted)))
+    base_df = base()
+    replaced = None
+    if base_df is not None and filters_reach_base_files(spec):
+        bitmaps = _replaced_bitmaps(kept, names, spec)
+        if bitmaps is not None:
+            replaced = replaced_filter(bitmaps, size=BASE_SIZE, row=BASE_ROW,
+                                       file_name=FILE_ID if FILE_ID in base_df.columns else None)
+    if replaced is not None:  # the log records alone are read from the log side: in few tasks
+        logs = logs.coalesce(max(1, -(-log_bytes // LOG_BYTES_PER_TASK)))
+    out = merged_records(base_df, logs, names, spec, replaced=replaced)
+    kept.merged[merged_key] = out
+    while len(kept.merged) > MERGED_KEPT:
+        kept.merged.popitem(last=False)
+    return out
 
 
 #: Column types whose Spark min/max order is the order :mod:`pyhudi.read.skipping` compares in

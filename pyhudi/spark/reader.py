@@ -237,8 +237,12 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
     # a base file's size and a row's position name the row, unless two base files share a size
     # (or a listing did not tell a size)
     names = len(set(known)) < len(known) or any(n <= 0 for n in known)
-    base = base_files_frame(spark, table, bases, schema, file_ids=True, names=names, as_of=as_of) if bases \
-        else None
+    chosen = bases
+
+    def base() -> DataFrame | None:
+        return base_files_frame(spark, table, chosen, schema, file_ids=True, names=names, as_of=as_of) \
+            if chosen else None
+
     log_bytes = sum(lf.size for s in logged for lf in s.log_files)
     snapshot = (storage.uri(), visibility, tuple((s.file_id, s.base_file.path if s.base_file else None,
                                               tuple((lf.path, lf.size) for lf in s.log_files)) for s in logged))
