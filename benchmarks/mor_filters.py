@@ -1,12 +1,12 @@
-"""Filtered merge-on-read queries against copy-on-write, with and without the log-record ranges.
+"""Merge-on-read queries against copy-on-write, interleaved; filtered ones also without the log-record ranges.
 
     .venv/bin/python benchmarks/mor_filters.py [--drones 200 --days 10 --upserts 3 --runs 7]
 
 The drone tables of ``benchmarks/drones.py`` (a bulk load, then daily upserts, each a new day and
 corrections of the day before, which a merge-on-read table keeps in log files), one of each table
 type. Timed, interleaved and each the median of ``--runs`` after a warm-up: the point lookup of a key
-of a day without log files (day 5 of the load: ``--days`` at least 6), and the rows of one
-corrected day with ``battery < 5``, on copy-on-write,
+of a day without log files (day 5 of the load: ``--days`` at least 6), the rows of one
+corrected day with ``battery < 5``, and ``avg(speed)`` per day over the table, on copy-on-write,
 on merge-on-read, and on merge-on-read with :func:`pyhudi.spark.merged.log_record_ranges` turned off
 (every slice with log files is merged, whatever the filter).
 """
@@ -54,7 +54,8 @@ def main() -> None:
     corrected = workload.day_name(args.days - 1)
     queries = {"point": lambda p: pyhudi.read(spark, p, filters=F.col("key") == key).collect(),
                "corrected day count": lambda p: pyhudi.read(
-                   spark, p, filters=f"day = '{corrected}' AND battery < 5").count()}
+                   spark, p, filters=f"day = '{corrected}' AND battery < 5").count(),
+               "group-by": lambda p: pyhudi.read(spark, p).groupBy("day").agg(F.avg("speed")).collect()}
     real = merged.log_record_ranges
     systems = {"COW": (paths["COPY_ON_WRITE"], real), "MOR": (paths["MERGE_ON_READ"], real),
                "MOR without log ranges": (paths["MERGE_ON_READ"], lambda *a, **k: None)}
