@@ -114,6 +114,10 @@ def test_mor_snapshots_drop_replaced_base_rows_without_a_join(spark, tmp_path):
     plain = spark_jobs_of(spark, "pos-ro",
                           lambda: pyhudi.read(spark, str(path), ro).groupBy("part").count().collect())
     assert grouped == plain
+    # reads of one snapshot share a plan, not a frame: filtering one leaves the other as it was
+    first, second = pyhudi.read(spark, str(path)), pyhudi.read(spark, str(path))
+    assert first is not second and first.where(F.col("part") == "p2").count() == 200
+    assert second.count() == 500 and pyhudi.read(spark, str(path)).where(F.col("part") == "p1").count() == 300
     # the same snapshot's merged frame is planned once: a second read builds no base-file frame
     built = []
     real = merged.merged_records

@@ -447,7 +447,7 @@ def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], s
     merged_key = (base_ids, wanted)
     if merged_key in kept.merged:
         kept.merged.move_to_end(merged_key)
-        return kept.merged[merged_key]
+        return _fresh(kept.merged[merged_key])
     if wanted is not None:
         logs = logs.where(F.col(LOG_FILE_ID).isin(sorted(wanted)))
     base_df = base()
@@ -463,7 +463,13 @@ def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], s
     kept.merged[merged_key] = out
     while len(kept.merged) > MERGED_KEPT:
         kept.merged.popitem(last=False)
-    return out
+    return _fresh(out)
+
+
+def _fresh(df: DataFrame | None) -> DataFrame | None:
+    """A new Python frame of a kept frame's plan: callers may change the object they get
+    (:func:`pyhudi.spark.query.read` gives it a re-planning class), never the kept one."""
+    return None if df is None else DataFrame(df._jdf, df.sparkSession)
 
 
 #: Column types whose Spark min/max order is the order :mod:`pyhudi.read.skipping` compares in
