@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RowBitmap:
     """The replaced rows of one base file: bit ``r % 64`` of word ``r // 64`` is set for row ``r``.
 

@@ -34,12 +34,11 @@ from pyhudi.read.merge import (
     slice_log_state,
 )
 from pyhudi.read.payloads import KEEP_STORED, TAKE_INCOMING, merge_stored
-from pyhudi.read.positions import RowBitmap
 from pyhudi.read.skipping import ColumnRange, Predicate, columns_of, may_match
 from pyhudi.spark.arrow_files import read_columns
 from pyhudi.spark.compat import arrow_schema
 from pyhudi.spark.jvm import quoted, select_exprs
-from pyhudi.spark.positions import replaced_filter, replaced_rows
+from pyhudi.spark.positions import MAX_BITMAP_FILES, replaced_filter, replaced_rows
 from pyhudi.spark.worker import map_in_arrow, per_item, spread
 from pyhudi.storage import Storage
 
@@ -156,10 +155,10 @@ def _log_side(spark: SparkSession, storage: Storage, slices: list[SliceToRead], 
     """Per slice, :func:`log_state` of its logs as log-side rows, computed once per DataFrame
     (``base_sizes``: the size of each slice's base file).
 
-    The rows feed two parts of the plan (the join with the base rows, and the keys only the logs
-    hold), so they are local-checkpointed lazily: the first job that needs them (the broadcast)
-    stores them on the executors, and the second part reads them back instead of decoding the
-    logs again. Spark frees the blocks with the DataFrame.
+    The rows feed two parts of the plan (the join with the base rows, or the positions collected
+    for :mod:`pyhudi.spark.positions`, and the log records), so they are local-checkpointed lazily:
+    the first job that needs them stores them on the executors, and the other parts read them back
+    instead of decoding the logs again. Spark frees the blocks with the DataFrame.
     """
     target = arrow_schema(out_schema)
     out = log_side_schema(target, spec)
@@ -357,8 +356,9 @@ class _KeptLogSide:
     replaces (None: joined instead; unset until a query asks) and merged frames ready to query."""
 
     logs: DataFrame
-    replaced: list[RowBitmap] | None = None
+    replaced: Column | None = None
     replaced_known: bool = False
+    plans: int = 0  # merged frames planned of this log side so far
     merged: OrderedDict[Hashable, DataFrame | None] = field(default_factory=OrderedDict)
 
 
@@ -375,14 +375,24 @@ def _kept_log_side(key: Hashable, make: Callable[[], DataFrame]) -> _KeptLogSide
     return found
 
 
-def _replaced_bitmaps(kept: _KeptLogSide, names: list[str], spec: MergeSpec) -> list[RowBitmap] | None:
-    """The snapshot's :func:`pyhudi.spark.positions.replaced_rows`, collected by the first query
-    that needs them."""
+def _replaced_filter(kept: _KeptLogSide, names: list[str], spec: MergeSpec, *, files: int,
+                     file_name: str | None) -> Column | None:
+    """The snapshot's :func:`pyhudi.spark.positions.replaced_filter`, made once: its positions are
+    collected by the second plan of the snapshot, not the first, so that ``pyhudi.read`` stays
+    lazy (a read re-planned by ``where`` is never executed as first planned) and the collect
+    finds the log side stored by the first query. None: join (``files``: base files of the
+    snapshot's slices; more than :data:`~pyhudi.spark.positions.MAX_BITMAP_FILES` are joined
+    without collecting anything)."""
     if not kept.replaced_known:
-        positions = kept.logs.where(F.col(LOG_BASE_ROW).isNotNull())
-        kept.replaced = replaced_rows(positions, file_id=LOG_FILE_ID, size=LOG_BASE_SIZE, row=LOG_BASE_ROW,
-                                      ordering=spec.ordering_field in names)
-        kept.replaced_known = True
+        if files > MAX_BITMAP_FILES:
+            kept.replaced_known = True
+        elif kept.plans:
+            positions = kept.logs.where(F.col(LOG_BASE_ROW).isNotNull())
+            bitmaps = replaced_rows(positions, file_id=LOG_FILE_ID, size=LOG_BASE_SIZE, row=LOG_BASE_ROW,
+                                    ordering=spec.ordering_field in names)
+            if bitmaps is not None:
+                kept.replaced = replaced_filter(bitmaps, size=BASE_SIZE, row=BASE_ROW, file_name=file_name)
+            kept.replaced_known = True
     return kept.replaced
 
 
@@ -412,9 +422,10 @@ def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], s
     only the first query after a commit decodes the logs. The last :data:`LOG_SIDES_KEPT` are kept
     (up to :data:`BROADCAST_LOG_BYTES` of logs each); Spark frees the rows of those dropped. For
     such a snapshot (first case) the replaced base rows come to the driver once, as bitmaps
-    (:mod:`pyhudi.spark.positions`), and a filter in the base files' scan replaces the join; and
-    the merged frame itself is kept per set of base files read (``base_ids``) and of slices the
-    predicate leaves, so a query of the same snapshot plans nothing again (:data:`MERGED_KEPT`).
+    (:mod:`pyhudi.spark.positions`), when it is planned a second time, and from then on a filter
+    in the base files' scan replaces the join; the merged frame itself is then kept per set of base
+    files read (``base_ids``) and of slices the predicate leaves, so a query of the same snapshot
+    plans nothing again (:data:`MERGED_KEPT`).
 
     ``predicate`` (the query's filter) with ``base_ids`` (the file ids of the slices whose base
     files ``base`` reads: the others' base files were ruled out by their statistics) drops, where
@@ -453,13 +464,14 @@ def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], s
     base_df = base()
     replaced = None
     if base_df is not None and filters_reach_base_files(spec):
-        bitmaps = _replaced_bitmaps(kept, names, spec)
-        if bitmaps is not None:
-            replaced = replaced_filter(bitmaps, size=BASE_SIZE, row=BASE_ROW,
-                                       file_name=FILE_ID if FILE_ID in base_df.columns else None)
+        replaced = _replaced_filter(kept, names, spec, files=sum(n is not None for n in base_sizes),
+                                    file_name=FILE_ID if FILE_ID in base_df.columns else None)
     if replaced is not None:  # the log records alone are read from the log side: in few tasks
         logs = logs.coalesce(max(1, -(-log_bytes // LOG_BYTES_PER_TASK)))
     out = merged_records(base_df, logs, names, spec, replaced=replaced)
+    kept.plans += 1
+    if base_df is not None and filters_reach_base_files(spec) and not kept.replaced_known:
+        return out  # (a joined frame the next plan of this snapshot replaces: not kept)
     kept.merged[merged_key] = out
     while len(kept.merged) > MERGED_KEPT:
         kept.merged.popitem(last=False)

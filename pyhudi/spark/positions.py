@@ -23,6 +23,8 @@ from pyhudi.spark.compat import collect_arrow, long_array_literal
 #: Base files with replaced rows up to which a filter tests a row's file branch by branch
 #: (one comparison each per row); beyond, the log side is joined instead
 MAX_BITMAP_FILES = 64
+#: Bitmap words (8 bytes each, in every scan task's plan) up to which a filter stands for the join
+MAX_BITMAP_WORDS = 2_000_000
 
 
 def replaced_rows(positions: DataFrame, *, file_id: str, size: str, row: str,
@@ -32,7 +34,7 @@ def replaced_rows(positions: DataFrame, *, file_id: str, size: str, row: str,
     the logs small, :data:`pyhudi.spark.merged.BROADCAST_LOG_BYTES`); None where a filter cannot
     stand for the join: a log delete with an ordering value (``ordering``: the table has an
     ordering field, so the base row survives when its value is larger, a comparison per row), or
-    more than :data:`MAX_BITMAP_FILES` files."""
+    more than :data:`MAX_BITMAP_FILES` files or :data:`MAX_BITMAP_WORDS` words."""
     columns = [file_id, size, row] + ([LOG_RECORD, LOG_DELETE_ORDER] if ordering else [])
     got = collect_arrow(positions.select(*columns))
     if ordering:
@@ -41,7 +43,9 @@ def replaced_rows(positions: DataFrame, *, file_id: str, size: str, row: str,
         if pc.any(conditional).as_py():
             return None
     bitmaps = row_bitmaps(got.column(file_id), got.column(size), got.column(row))
-    return bitmaps if len(bitmaps) <= MAX_BITMAP_FILES else None
+    if len(bitmaps) > MAX_BITMAP_FILES or sum(len(b.words) for b in bitmaps) > MAX_BITMAP_WORDS:
+        return None
+    return bitmaps
 
 
 def replaced_filter(bitmaps: list[RowBitmap], *, size: str, row: str, file_name: str | None) -> Column:

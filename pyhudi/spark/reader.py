@@ -218,8 +218,9 @@ def merged_slices(spark: SparkSession, table: HudiTable, logged: list[FileSlice]
                   spec: MergeSpec, visibility: Visibility, *, bases: list[BaseFile] | None = None,
                   as_of: str | None = None, predicate: Predicate | None = None) -> DataFrame | None:
     """Slices with log files, merged. With stored record keys Spark reads the base files
-    (:func:`base_files_frame`) and joins the log records merged in executors; without them whole slices are merged in
-    executors. ``bases``: the base files to read (default all of the slices'; fewer when data
+    (:func:`base_files_frame`) and merges them with the log records merged in executors (by a
+    filter on replaced positions, or a join: :func:`merge_with_logs`); without them whole slices
+    are merged in executors. ``bases``: the base files to read (default all of the slices'; fewer when data
     skipping ruled some out). Every file is read as the table schema as of ``as_of`` (default the
     latest). ``predicate``: the query's filter, by which slices whose base file was ruled out and
     whose log records cannot match are dropped (:func:`merge_with_logs`); None when that leaves
