@@ -159,6 +159,7 @@ def test_filtered_reads_of_a_snapshot_match(spark, tmp_path):
     _write(spark, path, _rows(120, 1) + _rows(120, 1, "p2"), op="bulk_insert")
     _write(spark, path, [r for r in _rows(120, 2) if int(r[0][1:]) % 3 == 0])
     everything = _snapshot(spark, path)
+    assert everything == _oracle(path)
     for cond in (F.col("key") == "k0003", F.col("key") == "k0004", F.col("val") > 100.0, F.col("part") == "p2"):
         df = pyhudi.read(spark, str(path), filters=cond)
         want = {(r["part"], r["key"]): r["val"] for r in pyhudi.read(spark, str(path)).where(cond).collect()}

@@ -352,13 +352,14 @@ MERGED_KEPT = 8
 
 @dataclass
 class _KeptLogSide:
-    """A snapshot's log side and what queries derived from it: the bitmaps of the base rows it
-    replaces (None: joined instead; unset until a query asks) and merged frames ready to query."""
+    """A snapshot's log side and what queries derived from it: the scan filter of the base rows it
+    replaces (None: joined instead; unknown until the snapshot's second plan) and merged frames
+    ready to query."""
 
     logs: DataFrame
     replaced: Column | None = None
     replaced_known: bool = False
-    plans: int = 0  # merged frames planned of this log side so far
+    planned: bool = False  # a merged frame of this log side was planned before
     merged: OrderedDict[Hashable, DataFrame | None] = field(default_factory=OrderedDict)
 
 
@@ -386,7 +387,7 @@ def _replaced_filter(kept: _KeptLogSide, names: list[str], spec: MergeSpec, *, f
     if not kept.replaced_known:
         if files > MAX_BITMAP_FILES:
             kept.replaced_known = True
-        elif kept.plans:
+        elif kept.planned:
             positions = kept.logs.where(F.col(LOG_BASE_ROW).isNotNull())
             bitmaps = replaced_rows(positions, file_id=LOG_FILE_ID, size=LOG_BASE_SIZE, row=LOG_BASE_ROW,
                                     ordering=spec.ordering_field in names)
@@ -463,14 +464,16 @@ def merge_with_logs(spark: SparkSession, base: Callable[[], DataFrame | None], s
         logs = logs.where(F.col(LOG_FILE_ID).isin(sorted(wanted)))
     base_df = base()
     replaced = None
-    if base_df is not None and filters_reach_base_files(spec):
+    filtered = base_df is not None and filters_reach_base_files(spec)  # (where a filter may stand for the join)
+    if filtered:
+        assert base_df is not None
         replaced = _replaced_filter(kept, names, spec, files=sum(n is not None for n in base_sizes),
                                     file_name=FILE_ID if FILE_ID in base_df.columns else None)
     if replaced is not None:  # the log records alone are read from the log side: in few tasks
         logs = logs.coalesce(max(1, -(-log_bytes // LOG_BYTES_PER_TASK)))
     out = merged_records(base_df, logs, names, spec, replaced=replaced)
-    kept.plans += 1
-    if base_df is not None and filters_reach_base_files(spec) and not kept.replaced_known:
+    kept.planned = True
+    if filtered and not kept.replaced_known:
         return out  # (a joined frame the next plan of this snapshot replaces: not kept)
     kept.merged[merged_key] = out
     while len(kept.merged) > MERGED_KEPT:
